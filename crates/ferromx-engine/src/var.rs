@@ -1,0 +1,83 @@
+//! Versioned variables: the unit of dependency tracking.
+
+use crate::engine::{OprBlock, Shared};
+use crate::events::EngineEvent;
+use crate::SharedError;
+use parking_lot::Mutex;
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+
+/// A variable the engine tracks reads and writes of.
+///
+/// A `Var` is a cheap, clonable handle. Every operation pushed against a var
+/// holds a clone until it completes, so dropping the frontend's last handle
+/// defers the var's deletion (and whatever `on_delete` frees) until after every
+/// operation already pushed against it has run: memory is released then, not
+/// before.
+#[derive(Clone)]
+pub struct Var(pub(crate) Arc<VarInner>);
+
+/// Per-var scheduling state, guarded by one mutex.
+///
+/// The queue holds operations that could not be granted access yet, in push
+/// order. Access is granted from the front: a run of reads together, or one
+/// write alone. `pending_writes` counts queued plus running writes; it makes
+/// `is_ready` and the wait fast path a single locked load.
+#[derive(Default)]
+pub(crate) struct VarState {
+    pub(crate) queue: VecDeque<(Arc<OprBlock>, bool)>,
+    pub(crate) running_reads: usize,
+    pub(crate) writing: bool,
+    pub(crate) pending_writes: usize,
+    pub(crate) error: Option<SharedError>,
+}
+
+pub(crate) struct VarInner {
+    pub(crate) id: u64,
+    pub(crate) state: Mutex<VarState>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) on_delete: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+}
+
+impl Var {
+    /// Engine-unique id of this variable.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+
+    /// Registers a closure that runs when the variable is deleted, that is once
+    /// the last handle is gone and every op pushed against it has completed.
+    pub fn set_on_delete(&self, f: impl FnOnce() + Send + 'static) {
+        *self.0.on_delete.lock() = Some(Box::new(f));
+    }
+
+    /// Whether two handles name the same variable.
+    pub fn same(&self, other: &Var) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The error this var carries, if an op writing it failed (does not clear it).
+    pub fn error(&self) -> Option<SharedError> {
+        self.0.state.lock().error.clone()
+    }
+}
+
+impl fmt::Debug for Var {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Var({})", self.0.id)
+    }
+}
+
+impl Drop for VarInner {
+    fn drop(&mut self) {
+        if let Some(f) = self.on_delete.get_mut().take() {
+            f();
+        }
+        if self.shared.listeners.active() {
+            self.shared
+                .listeners
+                .emit(&EngineEvent::VarDelete { var: self.id });
+        }
+    }
+}

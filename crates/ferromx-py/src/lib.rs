@@ -1,0 +1,218 @@
+//! PyO3 bindings of ferromx: argument conversion, GIL release, exceptions.
+//! Everything else lives in the `ferromx` crate or the Python package.
+
+mod convert;
+mod glue;
+mod ndarray;
+mod profiler;
+
+use convert::{engine_err, to_attrs, to_py_err, ErrorTypes, ERRORS};
+use ferromx::autograd;
+use ferromx::engine::Engine;
+use ndarray::{from_buffer, pre_push, wait_ticket, wrap, CopyTicket, PyND};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
+
+/// Runs a registered operator: `invoke(name, inputs, **attrs)`.
+#[pyfunction]
+#[pyo3(signature = (name, inputs, **attrs))]
+fn invoke(py: Python<'_>, name: &str, inputs: Vec<Option<PyRef<'_, PyND>>>, attrs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+    let ins: Vec<Option<ferromx::NDArray>> = inputs.iter().map(|x| x.as_ref().map(|x| x.a.clone())).collect();
+    let a = to_attrs(attrs)?;
+    pre_push(py);
+    let outs = ferromx::registry::invoke(name, &ins, &a).map_err(to_py_err)?;
+    if outs.len() == 1 {
+        let o = outs.into_iter().next().expect("one output");
+        return Ok(wrap(py, o)?.into_any());
+    }
+    let v: Vec<Py<PyND>> = outs.into_iter().map(|o| wrap(py, o)).collect::<PyResult<_>>()?;
+    Ok(PyList::new(py, v)?.into_any().unbind())
+}
+
+/// The operator table: list of (name, input names, attribute names).
+#[pyfunction]
+fn op_table() -> Vec<(&'static str, Vec<&'static str>, Vec<&'static str>)> {
+    ferromx::registry::OPS.iter().map(|o| (o.name, o.inputs.to_vec(), o.attrs.to_vec())).collect()
+}
+
+/// Creates an array by copying a C-contiguous buffer.
+#[pyfunction]
+fn array_from_buffer(py: Python<'_>, obj: &Bound<'_, PyAny>, shape: Vec<usize>, dtype: &str, ctx: &str) -> PyResult<Py<PyND>> {
+    from_buffer(py, obj, shape, dtype, ctx)
+}
+
+/// Copies an array onto another context.
+#[pyfunction]
+fn copy_to_context(py: Python<'_>, arr: PyRef<'_, PyND>, ctx: &str) -> PyResult<Py<PyND>> {
+    let c = ferromx::registry::parse_ctx(ctx).ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("bad context {ctx}")))?;
+    pre_push(py);
+    wrap(py, ferromx::ops::copy_to_ctx(&arr.a, c).map_err(to_py_err)?)
+}
+
+/// Waits for all pushed work (GIL released); raises the first error.
+#[pyfunction]
+fn waitall(py: Python<'_>) -> PyResult<()> {
+    let t = Engine::global().all_ticket(glue::call_site(py)).map_err(engine_err)?;
+    wait_ticket(py, t)
+}
+
+#[pyfunction]
+fn set_recording(on: bool) -> bool {
+    autograd::set_recording(on)
+}
+#[pyfunction]
+fn set_training(on: bool) -> bool {
+    autograd::set_training(on)
+}
+#[pyfunction]
+fn is_recording() -> bool {
+    autograd::is_recording()
+}
+#[pyfunction]
+fn is_training() -> bool {
+    autograd::is_training()
+}
+
+/// `autograd.backward` / `autograd.grad`: returns gradients of `variables` when given.
+#[pyfunction]
+#[pyo3(signature = (heads, head_grads, retain_graph, create_graph, train_mode, variables=None))]
+fn backward(
+    py: Python<'_>,
+    heads: Vec<PyRef<'_, PyND>>,
+    head_grads: Vec<Option<PyRef<'_, PyND>>>,
+    retain_graph: bool,
+    create_graph: bool,
+    train_mode: bool,
+    variables: Option<Vec<PyRef<'_, PyND>>>,
+) -> PyResult<Vec<Option<Py<PyND>>>> {
+    pre_push(py);
+    let h: Vec<ferromx::NDArray> = heads.iter().map(|x| x.a.clone()).collect();
+    let mut hg: Vec<Option<ferromx::NDArray>> = head_grads.iter().map(|x| x.as_ref().map(|x| x.a.clone())).collect();
+    hg.resize(h.len(), None);
+    let vars: Option<Vec<ferromx::NDArray>> = variables.map(|v| v.iter().map(|x| x.a.clone()).collect());
+    let prev = autograd::set_training(train_mode);
+    let r = autograd::backward(&h, &hg, retain_graph, create_graph, vars.as_deref());
+    autograd::set_training(prev);
+    let r = r.map_err(to_py_err)?;
+    r.into_iter().map(|g| g.map(|g| wrap(py, g)).transpose()).collect()
+}
+
+/// Marks arrays as variables with given gradient buffers and requests.
+#[pyfunction]
+fn mark_variables(vars: Vec<PyRef<'_, PyND>>, grads: Vec<PyRef<'_, PyND>>, reqs: Vec<String>) -> PyResult<()> {
+    for ((v, g), r) in vars.iter().zip(grads.iter()).zip(reqs.iter()) {
+        let req = autograd::GradReq::parse(r).map_err(to_py_err)?;
+        v.a.mark_variable(Some(g.a.clone()), req);
+    }
+    Ok(())
+}
+
+/// Records a custom Python function (`autograd.Function`) as a graph node whose
+/// gradient calls `func(*output_grads)` (a list of input gradients back).
+#[pyfunction]
+fn record_custom(inputs: Vec<PyRef<'_, PyND>>, outputs: Vec<PyRef<'_, PyND>>, func: Py<PyAny>) -> PyResult<()> {
+    let ins: Vec<ferromx::NDArray> = inputs.iter().map(|x| x.a.clone()).collect();
+    let outs: Vec<ferromx::NDArray> = outputs.iter().map(|x| x.a.clone()).collect();
+    let inrefs: Vec<&ferromx::NDArray> = ins.iter().collect();
+    if !autograd::needs_record(&inrefs) {
+        return Ok(());
+    }
+    let outrefs: Vec<&ferromx::NDArray> = outs.iter().collect();
+    let n_in = ins.len();
+    autograd::record(
+        "_CustomFunction",
+        &inrefs,
+        &outrefs,
+        Box::new(move |g| {
+            Python::attach(|py| -> PyResult<Vec<Option<ferromx::NDArray>>> {
+                let args: Vec<Py<PyND>> = g.iter().map(|x| wrap(py, x.clone())).collect::<PyResult<_>>()?;
+                let r = func.call1(py, PyTuple::new(py, args)?)?;
+                let list: Vec<PyRef<'_, PyND>> = r.extract(py)?;
+                if list.len() != n_in {
+                    return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                        "Function.backward returned {} gradients for {} inputs",
+                        list.len(),
+                        n_in
+                    )));
+                }
+                Ok(list.iter().map(|x| Some(x.a.clone())).collect())
+            })
+            .map_err(|e| ferromx::Error::value("_CustomFunction", e.to_string()))
+        }),
+    );
+    Ok(())
+}
+
+/// Seeds random generators (`ctx` None: all).
+#[pyfunction]
+#[pyo3(signature = (seed, ctx=None))]
+fn seed(seed: u64, ctx: Option<&str>) -> PyResult<()> {
+    let c = ctx.map(|s| ferromx::registry::parse_ctx(s).ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("bad context {s}")))).transpose()?;
+    ferromx::ops::random::seed(seed, c);
+    Ok(())
+}
+
+/// Engine settings and counters.
+#[pyfunction]
+fn engine_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let e = Engine::global();
+    let c = e.config();
+    let d = PyDict::new(py);
+    d.set_item("naive", e.is_naive())?;
+    d.set_item("cpu_workers", c.cpu_workers)?;
+    d.set_item("max_inflight_ops", c.max_inflight_ops)?;
+    d.set_item("max_inflight_bytes", c.max_inflight_bytes)?;
+    d.set_item("inflight_ops", e.inflight_ops())?;
+    d.set_item("inflight_bytes", e.inflight_bytes())?;
+    let p = ferromx::storage::pool_stats();
+    d.set_item("pool_bytes", p.pooled_bytes)?;
+    d.set_item("pool_hits", p.hits)?;
+    d.set_item("pool_misses", p.misses)?;
+    Ok(d)
+}
+
+/// Installs the Python exception classes used for errors.
+#[pyfunction]
+fn _set_error_types(py: Python<'_>, mxnet: Py<PyAny>, value: Py<PyAny>, type_: Py<PyAny>, index: Py<PyAny>) {
+    let _ = ERRORS.set(py, ErrorTypes { mxnet, value, type_, index });
+}
+
+/// Test helper: pushes an op that fails (kind: 'value', 'index', 'panic', 'runtime')
+/// writing `arr`, so error propagation can be exercised from Python.
+#[pyfunction]
+fn _fail_op(py: Python<'_>, arr: PyRef<'_, PyND>, kind: &str, message: String) -> PyResult<()> {
+    pre_push(py);
+    ferromx::ops::test_fail(&arr.a, kind, message).map_err(to_py_err)
+}
+
+/// Test helper: pushes an op that sleeps `ms` milliseconds writing `arr` (is_ready tests).
+#[pyfunction]
+fn _sleep_op(py: Python<'_>, arr: PyRef<'_, PyND>, ms: u64) {
+    pre_push(py);
+    ferromx::ops::test_sleep(&arr.a, ms);
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyND>()?;
+    m.add_class::<CopyTicket>()?;
+    m.add_function(wrap_pyfunction!(invoke, m)?)?;
+    m.add_function(wrap_pyfunction!(op_table, m)?)?;
+    m.add_function(wrap_pyfunction!(array_from_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(waitall, m)?)?;
+    m.add_function(wrap_pyfunction!(copy_to_context, m)?)?;
+    m.add_function(wrap_pyfunction!(set_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(set_training, m)?)?;
+    m.add_function(wrap_pyfunction!(is_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(is_training, m)?)?;
+    m.add_function(wrap_pyfunction!(backward, m)?)?;
+    m.add_function(wrap_pyfunction!(mark_variables, m)?)?;
+    m.add_function(wrap_pyfunction!(seed, m)?)?;
+    m.add_function(wrap_pyfunction!(record_custom, m)?)?;
+    m.add_function(wrap_pyfunction!(engine_info, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_error_types, m)?)?;
+    m.add_function(wrap_pyfunction!(_fail_op, m)?)?;
+    m.add_function(wrap_pyfunction!(_sleep_op, m)?)?;
+    profiler::register(m)?;
+    Ok(())
+}

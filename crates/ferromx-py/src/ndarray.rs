@@ -1,0 +1,401 @@
+//! The `NDArray` Python class (native part) and waiting helpers.
+
+use crate::convert::{engine_err, to_py_err};
+use crate::glue;
+use ferromx::autograd::GradReq;
+use ferromx::engine::{Engine, WaitTicket};
+use ferromx::ops::{self, BinOp, UnaryOp};
+use ferromx::{NDArray, Shape};
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pyclass::CompareOp;
+use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use std::time::Duration;
+
+/// Native NDArray handle. The Python package adds its pure-Python methods to
+/// this same class, so every op result is a full `ferromx.nd.NDArray`.
+#[pyclass(name = "NDArray", module = "ferromx._native", subclass, weakref)]
+pub struct PyND {
+    pub(crate) a: NDArray,
+}
+
+/// Wraps a result.
+pub fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Py<PyND>> {
+    Py::new(py, PyND { a })
+}
+
+/// Prepares a push from Python: releases the GIL while the engine is over its
+/// in-flight bound (so workers that need the GIL can drain), and records the
+/// caller's `file:line` for error messages and the profiler.
+#[inline]
+pub fn pre_push(py: Python<'_>) {
+    let e = Engine::global();
+    if e.over_limit() {
+        py.detach(|| e.throttle());
+    }
+    ferromx::storage::set_call_site(glue::call_site(py));
+}
+
+/// Blocks on a ticket with the GIL released, waking every 20 ms to let
+/// Ctrl-C (KeyboardInterrupt) through.
+pub fn wait_ticket(py: Python<'_>, t: WaitTicket) -> PyResult<()> {
+    if !t.is_done() {
+        loop {
+            let done = py.detach(|| t.wait_timeout(Some(Duration::from_millis(20))));
+            if done {
+                break;
+            }
+            py.check_signals()?;
+        }
+    }
+    t.finish().map_err(engine_err)
+}
+
+enum Other {
+    Arr(NDArray),
+    Num(f64),
+}
+
+fn other_of(o: &Bound<'_, PyAny>) -> Option<Other> {
+    if let Ok(x) = o.cast::<PyND>() {
+        return Some(Other::Arr(x.borrow().a.clone()));
+    }
+    if o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyInt>() || o.is_instance_of::<PyBool>() {
+        return o.extract::<f64>().ok().map(Other::Num);
+    }
+    // NumPy scalars
+    if o.hasattr("dtype").unwrap_or(false) && o.hasattr("shape").unwrap_or(false) {
+        if let Ok(t) = o.getattr("shape") {
+            if t.cast::<PyTuple>().map(|t| t.is_empty()).unwrap_or(false) {
+                return o.call_method0("__float__").ok().and_then(|f| f.extract().ok()).map(Other::Num);
+            }
+        }
+    }
+    None
+}
+
+fn binop(py: Python<'_>, a: &NDArray, o: &Bound<'_, PyAny>, op: BinOp, reverse: bool) -> PyResult<Py<PyAny>> {
+    let Some(other) = other_of(o) else {
+        return Ok(py.NotImplemented());
+    };
+    pre_push(py);
+    let r = match other {
+        Other::Arr(b) => {
+            if reverse {
+                ops::binary(op, &b, a)
+            } else {
+                ops::binary(op, a, &b)
+            }
+        }
+        Other::Num(s) => ops::scalar_op(op, a, s, reverse),
+    }
+    .map_err(to_py_err)?;
+    Ok(wrap(py, r)?.into_any())
+}
+
+fn inplace(py: Python<'_>, slf: &Bound<'_, PyND>, o: &Bound<'_, PyAny>, op: BinOp) -> PyResult<()> {
+    let a = slf.borrow().a.clone();
+    let Some(other) = other_of(o) else {
+        return Err(PyTypeError::new_err(format!("unsupported operand type for in-place {}: {}", op.name(), o.get_type())));
+    };
+    pre_push(py);
+    match other {
+        Other::Arr(b) => ops::binary_inplace(op, &a, &b),
+        Other::Num(s) => ops::scalar_inplace(op, &a, s),
+    }
+    .map_err(to_py_err)
+}
+
+/// A pending copy to host memory (`asnumpy_async`).
+#[pyclass(module = "ferromx._native")]
+pub struct CopyTicket {
+    ticket: Option<WaitTicket>,
+    buf: Option<PyBuffer<u8>>,
+}
+
+#[pymethods]
+impl CopyTicket {
+    /// Whether the copy has completed (never blocks).
+    fn done(&self) -> bool {
+        self.ticket.as_ref().map(|t| t.is_done()).unwrap_or(true)
+    }
+    /// Waits up to `timeout` seconds (None: forever); returns whether done.
+    #[pyo3(signature = (timeout=None))]
+    fn wait(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let Some(t) = self.ticket.as_ref() else { return Ok(true) };
+        let deadline = timeout.map(|s| std::time::Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+        loop {
+            let slice = match deadline {
+                Some(d) => {
+                    let now = std::time::Instant::now();
+                    if now >= d {
+                        return Ok(t.is_done());
+                    }
+                    (d - now).min(Duration::from_millis(20))
+                }
+                None => Duration::from_millis(20),
+            };
+            if py.detach(|| t.wait_timeout(Some(slice))) {
+                return Ok(true);
+            }
+            py.check_signals()?;
+        }
+    }
+    /// Completes the wait: raises the engine error if the copy (or anything it depended on) failed.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<()> {
+        let r = match self.ticket.take() {
+            Some(t) => wait_ticket(py, t),
+            None => Ok(()),
+        };
+        if r.is_ok() {
+            self.buf.take();
+        }
+        r
+    }
+}
+
+impl Drop for CopyTicket {
+    fn drop(&mut self) {
+        let done = self.ticket.as_ref().map(|t| t.is_done()).unwrap_or(true);
+        if !done {
+            // The engine may still write into this buffer: never release it.
+            if let Some(b) = self.buf.take() {
+                std::mem::forget(b);
+            }
+        }
+    }
+}
+
+fn shape_tuple<'py>(py: Python<'py>, s: &Shape) -> PyResult<Bound<'py, PyTuple>> {
+    PyTuple::new(py, s.dims())
+}
+
+#[pymethods]
+impl PyND {
+    /// Shape as a tuple.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        shape_tuple(py, self.a.shape())
+    }
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.a.size()
+    }
+    /// Rank.
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.a.ndim()
+    }
+    /// Dtype name.
+    #[getter]
+    fn _dtype_name(&self) -> &'static str {
+        self.a.dtype().name()
+    }
+    /// Context as (kind, id).
+    #[getter]
+    fn _ctx(&self) -> (String, u32) {
+        let c = self.a.ctx();
+        let k = c.to_string();
+        (k.split('(').next().unwrap_or("cpu").to_string(), c.id)
+    }
+    /// Engine var id of the storage.
+    #[getter]
+    fn _var_id(&self) -> u64 {
+        self.a.var_id()
+    }
+    /// Blocks until the pending writes of this array are done (GIL released).
+    fn wait_to_read(&self, py: Python<'_>) -> PyResult<()> {
+        let label = glue::call_site(py);
+        let t = self.a.read_ticket(label).map_err(to_py_err)?;
+        wait_ticket(py, t)
+    }
+    /// Blocks until pending reads and writes are done.
+    fn wait_to_write(&self, py: Python<'_>) -> PyResult<()> {
+        let a = self.a.clone();
+        py.detach(|| a.wait_to_write()).map_err(to_py_err)
+    }
+    /// Whether the value is computed (never blocks).
+    fn is_ready(&self) -> bool {
+        self.a.is_ready()
+    }
+    /// Starts copying into a writable buffer (a NumPy array); returns a ticket.
+    fn _copy_out(&self, py: Python<'_>, dst: &Bound<'_, PyAny>) -> PyResult<CopyTicket> {
+        let buf = PyBuffer::<u8>::get(dst)?;
+        let t = glue::copy_out(&self.a, &buf, glue::call_site(py))?;
+        Ok(CopyTicket { ticket: Some(t), buf: Some(buf) })
+    }
+    /// Copies into a writable buffer and waits.
+    fn _read_into(&self, py: Python<'_>, dst: &Bound<'_, PyAny>) -> PyResult<()> {
+        let mut t = self._copy_out(py, dst)?;
+        t.finish(py)
+    }
+
+    fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Add, false)
+    }
+    fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Add, true)
+    }
+    fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Sub, false)
+    }
+    fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Sub, true)
+    }
+    fn __mul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Mul, false)
+    }
+    fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Mul, true)
+    }
+    fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Div, false)
+    }
+    fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Div, true)
+    }
+    fn __mod__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Mod, false)
+    }
+    fn __rmod__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Mod, true)
+    }
+    fn __pow__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, _m: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Pow, false)
+    }
+    fn __rpow__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, _m: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        binop(py, &self.a, o, BinOp::Pow, true)
+    }
+    fn __iadd__(slf: &Bound<'_, Self>, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(py, slf, o, BinOp::Add)
+    }
+    fn __isub__(slf: &Bound<'_, Self>, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(py, slf, o, BinOp::Sub)
+    }
+    fn __imul__(slf: &Bound<'_, Self>, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(py, slf, o, BinOp::Mul)
+    }
+    fn __itruediv__(slf: &Bound<'_, Self>, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(py, slf, o, BinOp::Div)
+    }
+    fn __imod__(slf: &Bound<'_, Self>, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
+        inplace(py, slf, o, BinOp::Mod)
+    }
+    fn __richcmp__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
+        let b = match op {
+            CompareOp::Eq => BinOp::Eq,
+            CompareOp::Ne => BinOp::Ne,
+            CompareOp::Gt => BinOp::Gt,
+            CompareOp::Ge => BinOp::Ge,
+            CompareOp::Lt => BinOp::Lt,
+            CompareOp::Le => BinOp::Le,
+        };
+        binop(py, &self.a, o, b, false)
+    }
+    fn __hash__(slf: &Bound<'_, Self>) -> isize {
+        slf.as_ptr() as isize
+    }
+    fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyND>> {
+        pre_push(py);
+        wrap(py, ops::unary(UnaryOp::Negative, &self.a).map_err(to_py_err)?)
+    }
+    fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyND>> {
+        pre_push(py);
+        wrap(py, ops::unary(UnaryOp::Abs, &self.a).map_err(to_py_err)?)
+    }
+    fn __len__(&self) -> PyResult<usize> {
+        self.a.dims().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d NDArray"))
+    }
+
+    /// Attaches a gradient buffer.
+    #[pyo3(signature = (grad_req="write", stype=None))]
+    fn attach_grad(&self, grad_req: &str, stype: Option<&str>) -> PyResult<()> {
+        let _ = stype;
+        let r = GradReq::parse(grad_req).map_err(to_py_err)?;
+        self.a.attach_grad(r).map_err(to_py_err)
+    }
+    /// The gradient buffer (None if not attached).
+    #[getter]
+    fn grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyND>>> {
+        self.a.grad().map(|g| wrap(py, g)).transpose()
+    }
+    /// The gradient request of this variable.
+    #[getter]
+    fn _grad_req(&self) -> &'static str {
+        match self.a.grad_req() {
+            GradReq::Null => "null",
+            GradReq::Write => "write",
+            GradReq::Add => "add",
+        }
+    }
+    /// Runs backward from this array (returns once gradient ops are pushed).
+    #[pyo3(signature = (out_grad=None, retain_graph=false, train_mode=true))]
+    fn backward(&self, py: Python<'_>, out_grad: Option<PyRef<'_, PyND>>, retain_graph: bool, train_mode: bool) -> PyResult<()> {
+        pre_push(py);
+        let prev = ferromx::autograd::set_training(train_mode);
+        let r = self.a.backward(out_grad.as_ref().map(|g| &g.a), retain_graph);
+        ferromx::autograd::set_training(prev);
+        r.map_err(to_py_err)
+    }
+    /// A handle cut from the autograd graph, sharing storage.
+    fn detach(&self, py: Python<'_>) -> PyResult<Py<PyND>> {
+        wrap(py, self.a.detach())
+    }
+    /// Whether backward wrote the gradient since the flag was cleared.
+    fn grad_fresh(&self) -> bool {
+        self.a.grad_fresh()
+    }
+    fn _set_grad_fresh(&self, v: bool) {
+        self.a.set_grad_fresh(v)
+    }
+    /// Reshape to an explicit shape (a view).
+    fn _reshape(&self, py: Python<'_>, shape: Vec<usize>) -> PyResult<Py<PyND>> {
+        wrap(py, ops::reshape_to(&self.a, Shape::new(&shape)).map_err(to_py_err)?)
+    }
+    /// Strided slicing: list of (axis, begin, end, step) in normalised form.
+    fn _slice(&self, py: Python<'_>, spec: Vec<(usize, usize, usize, i64)>) -> PyResult<Py<PyND>> {
+        pre_push(py);
+        wrap(py, ops::slice_steps(&self.a, &spec).map_err(to_py_err)?)
+    }
+    /// Writes `value` into the strided region.
+    fn _slice_assign(&self, py: Python<'_>, spec: Vec<(usize, usize, usize, i64)>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        pre_push(py);
+        let v = match other_of(value) {
+            Some(Other::Arr(v)) => v,
+            Some(Other::Num(s)) => NDArray::scalar(s, self.a.ctx()),
+            None => return Err(PyTypeError::new_err("value must be an NDArray or a number")),
+        };
+        ops::slice_assign(&self.a, &spec, &v).map_err(to_py_err)
+    }
+    /// Integer index along axis 0: a view.
+    fn _at(&self, py: Python<'_>, i: i64) -> PyResult<Py<PyND>> {
+        let n = *self.a.dims().first().ok_or_else(|| PyIndexError::new_err("too many indices for a 0-d array"))? as i64;
+        let j = if i < 0 { i + n } else { i };
+        if j < 0 || j >= n {
+            return Err(PyIndexError::new_err(format!("index {i} is out of bounds for axis 0 with size {n}")));
+        }
+        pre_push(py);
+        let j = j as usize;
+        let s = ops::slice_steps(&self.a, &[(0, j, j + 1, 1)]).map_err(to_py_err)?;
+        let d = self.a.dims()[1..].to_vec();
+        wrap(py, ops::reshape_to(&s, Shape::new(&d)).map_err(to_py_err)?)
+    }
+    fn __reduce__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let m = py.import("ferromx.ndarray.ndarray")?;
+        let f = m.getattr("_rebuild")?;
+        let np = self.a.to_bytes().map_err(to_py_err)?;
+        let args = (pyo3::types::PyBytes::new(py, &np), shape_tuple(py, self.a.shape())?, self.a.dtype().name());
+        Ok(PyTuple::new(py, [f.into_any(), args.into_pyobject(py)?.into_any()])?.into_any().unbind())
+    }
+}
+
+/// Creates an array from a C-contiguous buffer (copied).
+pub fn from_buffer(py: Python<'_>, obj: &Bound<'_, PyAny>, shape: Vec<usize>, dtype: &str, ctx: &str) -> PyResult<Py<PyND>> {
+    let dt = ferromx::DType::from_name(dtype).map_err(to_py_err)?;
+    let c = ferromx::registry::parse_ctx(ctx).ok_or_else(|| PyValueError::new_err(format!("bad context {ctx}")))?;
+    let buf = PyBuffer::<u8>::get(obj)?;
+    let a = glue::with_bytes(&buf, |b| NDArray::from_bytes(b, Shape::new(&shape), dt, c))?.map_err(to_py_err)?;
+    wrap(py, a)
+}

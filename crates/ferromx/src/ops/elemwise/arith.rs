@@ -1,0 +1,230 @@
+//! Per-dtype scalar arithmetic with NumPy semantics (ints wrap, integer
+//! division by zero gives 0, bool arithmetic is logical).
+
+use crate::dtype::Elem;
+use half::{bf16, f16};
+
+/// Arithmetic every dtype supports.
+pub trait Arith: Elem {
+    /// a + b
+    fn add(self, b: Self) -> Self;
+    /// a - b
+    fn sub(self, b: Self) -> Self;
+    /// a * b
+    fn mul(self, b: Self) -> Self;
+    /// a / b
+    fn div(self, b: Self) -> Self;
+    /// Python-style modulo (sign of the divisor).
+    fn rem(self, b: Self) -> Self;
+    /// a ** b
+    fn pow_(self, b: Self) -> Self;
+    /// max (NaN-propagating for floats)
+    fn max_(self, b: Self) -> Self;
+    /// min (NaN-propagating for floats)
+    fn min_(self, b: Self) -> Self;
+    /// -a
+    fn neg(self) -> Self;
+    /// |a|
+    fn abs_(self) -> Self;
+    /// Whether this is a NaN.
+    fn is_nan(self) -> bool {
+        false
+    }
+    /// Sum of a slice, accumulated in f64 (f32 overrides with a blocked SIMD-friendly sum).
+    fn sum_slice(x: &[Self]) -> f64 {
+        x.iter().map(|v| v.to_f64()).sum()
+    }
+}
+
+/// Blocked f32 sum: 16 lanes within 4096-element blocks, blocks accumulated in f64.
+pub fn sum_f32(x: &[f32]) -> f64 {
+    let mut total = 0f64;
+    for block in x.chunks(4096) {
+        let mut acc = [0f32; 16];
+        let mut it = block.chunks_exact(16);
+        for c in &mut it {
+            for j in 0..16 {
+                acc[j] += c[j];
+            }
+        }
+        let mut s: f32 = it.remainder().iter().sum();
+        s += acc.iter().sum::<f32>();
+        total += s as f64;
+    }
+    total
+}
+
+macro_rules! float_arith {
+    ($t:ty, $w:ty, $sum:ident) => {
+        impl Arith for $t {
+            #[inline(always)]
+            fn add(self, b: Self) -> Self {
+                self + b
+            }
+            #[inline(always)]
+            fn sub(self, b: Self) -> Self {
+                self - b
+            }
+            #[inline(always)]
+            fn mul(self, b: Self) -> Self {
+                self * b
+            }
+            #[inline(always)]
+            fn div(self, b: Self) -> Self {
+                self / b
+            }
+            #[inline(always)]
+            fn rem(self, b: Self) -> Self {
+                let (a, b) = (<$w>::from(self), <$w>::from(b));
+                let r = a % b;
+                <$t>::from_f64((if r != 0.0 && ((r < 0.0) != (b < 0.0)) { r + b } else { r }) as f64)
+            }
+            #[inline(always)]
+            fn pow_(self, b: Self) -> Self {
+                <$t>::from_f64((<$w>::from(self)).powf(<$w>::from(b)) as f64)
+            }
+            #[inline(always)]
+            fn max_(self, b: Self) -> Self {
+                if self.is_nan() || self > b { self } else { b }
+            }
+            #[inline(always)]
+            fn min_(self, b: Self) -> Self {
+                if self.is_nan() || self < b { self } else { b }
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                -self
+            }
+            #[inline(always)]
+            fn abs_(self) -> Self {
+                if self < <$t>::default() { -self } else { self }
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                self != self
+            }
+            fn sum_slice(x: &[Self]) -> f64 {
+                $sum(x)
+            }
+        }
+    };
+}
+fn sum_generic<T: Elem>(x: &[T]) -> f64 {
+    x.iter().map(|v| v.to_f64()).sum()
+}
+float_arith!(f32, f32, sum_f32);
+float_arith!(f64, f64, sum_generic);
+float_arith!(f16, f32, sum_generic);
+float_arith!(bf16, f32, sum_generic);
+
+macro_rules! int_arith {
+    ($t:ty) => {
+        impl Arith for $t {
+            #[inline(always)]
+            fn add(self, b: Self) -> Self {
+                self.wrapping_add(b)
+            }
+            #[inline(always)]
+            fn sub(self, b: Self) -> Self {
+                self.wrapping_sub(b)
+            }
+            #[inline(always)]
+            fn mul(self, b: Self) -> Self {
+                self.wrapping_mul(b)
+            }
+            #[inline(always)]
+            fn div(self, b: Self) -> Self {
+                if b == 0 {
+                    0
+                } else {
+                    self.wrapping_div(b)
+                }
+            }
+            #[inline(always)]
+            fn rem(self, b: Self) -> Self {
+                if b == 0 {
+                    return 0;
+                }
+                let r = self.wrapping_rem(b);
+                #[allow(unused_comparisons)]
+                if r != 0 && ((r < 0) != (b < 0)) {
+                    r.wrapping_add(b)
+                } else {
+                    r
+                }
+            }
+            #[inline(always)]
+            fn pow_(self, b: Self) -> Self {
+                #[allow(unused_comparisons)]
+                if b < 0 {
+                    return 0;
+                }
+                let mut r: $t = 1;
+                let mut base = self;
+                let mut e = b as u64;
+                while e > 0 {
+                    if e & 1 == 1 {
+                        r = r.wrapping_mul(base);
+                    }
+                    base = base.wrapping_mul(base);
+                    e >>= 1;
+                }
+                r
+            }
+            #[inline(always)]
+            fn max_(self, b: Self) -> Self {
+                if self > b { self } else { b }
+            }
+            #[inline(always)]
+            fn min_(self, b: Self) -> Self {
+                if self < b { self } else { b }
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                (0 as $t).wrapping_sub(self)
+            }
+            #[inline(always)]
+            #[allow(unused_comparisons)]
+            fn abs_(self) -> Self {
+                if self < 0 { (0 as $t).wrapping_sub(self) } else { self }
+            }
+        }
+    };
+}
+int_arith!(u8);
+int_arith!(i8);
+int_arith!(i32);
+int_arith!(i64);
+
+impl Arith for bool {
+    fn add(self, b: Self) -> Self {
+        self | b
+    }
+    fn sub(self, b: Self) -> Self {
+        self ^ b
+    }
+    fn mul(self, b: Self) -> Self {
+        self & b
+    }
+    fn div(self, b: Self) -> Self {
+        self & b
+    }
+    fn rem(self, _b: Self) -> Self {
+        false
+    }
+    fn pow_(self, b: Self) -> Self {
+        self | !b
+    }
+    fn max_(self, b: Self) -> Self {
+        self | b
+    }
+    fn min_(self, b: Self) -> Self {
+        self & b
+    }
+    fn neg(self) -> Self {
+        self
+    }
+    fn abs_(self) -> Self {
+        self
+    }
+}

@@ -1,0 +1,163 @@
+//! Matrix products: `dot` (MXNet's N-d rules), `batch_dot`, `linalg.gemm2`.
+
+use crate::autograd::{needs_record, record};
+use crate::dtype::{DType, Elem};
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::ops::{self, check_ctx, BinOp};
+use crate::shape::Shape;
+use crate::storage::{matmul, push_kernel};
+use crate::with_dtype;
+
+/// Pushes `out = op(a)·op(b)` for 2-d views (`a` is m×k after op, `b` k×n).
+#[allow(clippy::too_many_arguments)]
+fn push_mm(name: &'static str, a: &NDArray, ta: bool, b: &NDArray, tb: bool, m: usize, n: usize, k: usize, batch: usize, out: &NDArray) {
+    let dt = out.dtype();
+    if out.size() == 0 {
+        return;
+    }
+    push_kernel(name, vec![a.view(), b.view()], vec![out.view()], move |kk| {
+        macro_rules! native {
+            ($t:ty) => {{
+                let (x, y, o) = (kk.input::<$t>(0), kk.input::<$t>(1), kk.output::<$t>(0));
+                for bi in 0..batch {
+                    matmul::<$t>(
+                        m, n, k,
+                        &mut o[bi * m * n..(bi + 1) * m * n],
+                        &x[bi * m * k..(bi + 1) * m * k], ta,
+                        &y[bi * k * n..(bi + 1) * k * n], tb,
+                        false,
+                    );
+                }
+            }};
+        }
+        match dt {
+            DType::F32 => native!(f32),
+            DType::F64 => native!(f64),
+            DType::F16 => native!(half::f16),
+            _ => with_dtype!(dt, T, {
+                let (x, y, o) = (kk.input::<T>(0), kk.input::<T>(1), kk.output::<T>(0));
+                for bi in 0..batch {
+                    naive_mm(m, n, k, &mut o[bi * m * n..(bi + 1) * m * n], &x[bi * m * k..(bi + 1) * m * k], ta, &y[bi * k * n..(bi + 1) * k * n], tb);
+                }
+            }),
+        }
+        Ok(())
+    });
+}
+
+#[allow(clippy::too_many_arguments)]
+fn naive_mm<T: Elem>(m: usize, n: usize, k: usize, dst: &mut [T], a: &[T], ta: bool, b: &[T], tb: bool) {
+    let mut acc = vec![0f64; n];
+    for i in 0..m {
+        acc.iter_mut().for_each(|v| *v = 0.0);
+        for p in 0..k {
+            let av = if ta { a[p * m + i] } else { a[i * k + p] }.to_f64();
+            for (j, accv) in acc.iter_mut().enumerate() {
+                let bv = if tb { b[j * k + p] } else { b[p * n + j] }.to_f64();
+                *accv += av * bv;
+            }
+        }
+        for j in 0..n {
+            dst[i * n + j] = T::from_f64(acc[j]);
+        }
+    }
+}
+
+/// MXNet `dot`: N-d arrays are flattened to matrices around the contracted axis:
+/// `a` to (prod(a[:-1]), a[-1]) (or (a[0], prod(a[1:])) with `transpose_a`), and
+/// `b` to (b[0], prod(b[1:])) (or (prod(b[:-1]), b[-1]) with `transpose_b`).
+pub fn dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Result<NDArray> {
+    let name = "dot";
+    check_ctx(name, a, b)?;
+    if a.dtype() != b.dtype() {
+        return Err(Error::dtype(name, format!("dtypes differ: {} and {}", a.dtype(), b.dtype())));
+    }
+    if a.ndim() == 0 || b.ndim() == 0 {
+        let (s, t) = if a.ndim() == 0 { (a, b) } else { (b, a) };
+        return ops::mul(&ops::broadcast_to(s, t.shape().clone())?, t);
+    }
+    let ad = a.dims();
+    let bd = b.dims();
+    let (m, ka, afree): (usize, usize, &[usize]) = if transpose_a {
+        (ad[1..].iter().product(), ad[0], &ad[1..])
+    } else {
+        (ad[..ad.len() - 1].iter().product(), ad[ad.len() - 1], &ad[..ad.len() - 1])
+    };
+    let (kb, n, bfree): (usize, usize, &[usize]) = if transpose_b {
+        (bd[bd.len() - 1], bd[..bd.len() - 1].iter().product(), &bd[..bd.len() - 1])
+    } else {
+        (bd[0], bd[1..].iter().product(), &bd[1..])
+    };
+    if ka != kb {
+        return Err(Error::shape(name, &[a.shape(), b.shape()], format!(
+            "contracted dimensions differ ({ka} vs {kb}; transpose_a={transpose_a}, transpose_b={transpose_b})"
+        )));
+    }
+    let mut od: Vec<usize> = afree.to_vec();
+    od.extend_from_slice(bfree);
+    let out = NDArray::empty(Shape::new(&od), a.dtype(), a.ctx());
+    push_mm(name, a, transpose_a, b, transpose_b, m, n, ka, 1, &out);
+    if needs_record(&[a, b]) {
+        let (ac, bc) = (a.clone(), b.clone());
+        record(name, &[a, b], &[&out], Box::new(move |g| {
+            let g2 = g[0].view_as(Shape::new(&[m, n]), 0);
+            let a2 = if transpose_a { ac.view_as(Shape::new(&[ka, m]), 0) } else { ac.view_as(Shape::new(&[m, ka]), 0) };
+            let b2 = if transpose_b { bc.view_as(Shape::new(&[n, ka]), 0) } else { bc.view_as(Shape::new(&[ka, n]), 0) };
+            // d(op(a)) = g·op(b)ᵀ ; d(op(b)) = op(a)ᵀ·g
+            let ga = if transpose_a { dot(&b2, &g2, transpose_b, true)? } else { dot(&g2, &b2, false, !transpose_b)? };
+            let gb = if transpose_b { dot(&g2, &a2, true, transpose_a)? } else { dot(&a2, &g2, !transpose_a, false)? };
+            Ok(vec![Some(ga.view_as(ac.shape().clone(), 0)), Some(gb.view_as(bc.shape().clone(), 0))])
+        }));
+    }
+    Ok(out)
+}
+
+/// Batched matrix product of 3-d arrays (B, M, K) · (B, K, N).
+pub fn batch_dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Result<NDArray> {
+    let name = "batch_dot";
+    check_ctx(name, a, b)?;
+    if a.ndim() != 3 || b.ndim() != 3 {
+        return Err(Error::shape(name, &[a.shape(), b.shape()], "both inputs must be 3-d"));
+    }
+    if a.dtype() != b.dtype() {
+        return Err(Error::dtype(name, format!("dtypes differ: {} and {}", a.dtype(), b.dtype())));
+    }
+    let (ad, bd) = (a.dims(), b.dims());
+    let (m, ka) = if transpose_a { (ad[2], ad[1]) } else { (ad[1], ad[2]) };
+    let (kb, n) = if transpose_b { (bd[2], bd[1]) } else { (bd[1], bd[2]) };
+    if ad[0] != bd[0] || ka != kb {
+        return Err(Error::shape(name, &[a.shape(), b.shape()], "batch sizes or contracted dimensions differ"));
+    }
+    let batch = ad[0];
+    let out = NDArray::empty(Shape::new(&[batch, m, n]), a.dtype(), a.ctx());
+    push_mm(name, a, transpose_a, b, transpose_b, m, n, ka, batch, &out);
+    if needs_record(&[a, b]) {
+        let (ac, bc) = (a.clone(), b.clone());
+        record(name, &[a, b], &[&out], Box::new(move |g| {
+            let g = &g[0];
+            let ga = if transpose_a { batch_dot(&bc, g, transpose_b, true)? } else { batch_dot(g, &bc, false, !transpose_b)? };
+            let gb = if transpose_b { batch_dot(g, &ac, true, transpose_a)? } else { batch_dot(&ac, g, !transpose_a, false)? };
+            Ok(vec![Some(ga), Some(gb)])
+        }));
+    }
+    Ok(out)
+}
+
+/// `alpha · op(a)·op(b)` on the last two axes (leading axes are batch axes).
+pub fn gemm2(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool, alpha: f64) -> Result<NDArray> {
+    if a.ndim() < 2 || a.ndim() != b.ndim() {
+        return Err(Error::shape("linalg_gemm2", &[a.shape(), b.shape()], "inputs must have the same rank ≥ 2"));
+    }
+    let nd = a.ndim();
+    let batch: usize = a.dims()[..nd - 2].iter().product();
+    let a3 = a.view_as(Shape::new(&[batch, a.dims()[nd - 2], a.dims()[nd - 1]]), 0);
+    let b3 = b.view_as(Shape::new(&[batch, b.dims()[nd - 2], b.dims()[nd - 1]]), 0);
+    let a3 = if a.has_entry() { ops::reshape_to(a, a3.shape().clone())? } else { a3 };
+    let b3 = if b.has_entry() { ops::reshape_to(b, b3.shape().clone())? } else { b3 };
+    let r = batch_dot(&a3, &b3, transpose_a, transpose_b)?;
+    let mut od = a.dims()[..nd - 2].to_vec();
+    od.extend_from_slice(&r.dims()[1..]);
+    let r = ops::reshape_to(&r, Shape::new(&od))?;
+    if alpha == 1.0 { Ok(r) } else { ops::scalar(BinOp::Mul, &r, alpha) }
+}

@@ -1,0 +1,218 @@
+//! Operators, one module per family. Each family holds its shape and type
+//! inference, its kernels and its gradients; every operator pushes its kernel
+//! to the engine and returns at once.
+
+pub mod creation;
+pub mod elemwise;
+pub mod linalg;
+pub mod nn;
+pub mod optim;
+pub mod par;
+pub mod random;
+pub mod reduce;
+pub mod shape_ops;
+
+pub use creation::*;
+pub use elemwise::binary::{binary, binary_inplace, scalar_inplace, scalar_op, BinOp};
+pub use elemwise::unary::{unary, UnaryOp};
+pub use linalg::*;
+pub use reduce::*;
+pub use shape_ops::*;
+
+use crate::autograd::{needs_record, record};
+use crate::dtype::{DType, Elem};
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::shape::Shape;
+use crate::storage::push_kernel;
+use crate::with_dtype;
+
+/// Fails when two arrays live on different contexts.
+pub fn check_ctx(op: &str, a: &NDArray, b: &NDArray) -> Result<()> {
+    if a.ctx() != b.ctx() {
+        return Err(Error::Context { op: op.into(), a: a.ctx().to_string(), b: b.ctx().to_string() });
+    }
+    Ok(())
+}
+
+/// a + b
+pub fn add(a: &NDArray, b: &NDArray) -> Result<NDArray> {
+    binary(BinOp::Add, a, b)
+}
+/// a - b
+pub fn sub(a: &NDArray, b: &NDArray) -> Result<NDArray> {
+    binary(BinOp::Sub, a, b)
+}
+/// a * b
+pub fn mul(a: &NDArray, b: &NDArray) -> Result<NDArray> {
+    binary(BinOp::Mul, a, b)
+}
+/// a / b
+pub fn div(a: &NDArray, b: &NDArray) -> Result<NDArray> {
+    binary(BinOp::Div, a, b)
+}
+/// -a
+pub fn neg(a: &NDArray) -> Result<NDArray> {
+    unary(UnaryOp::Negative, a)
+}
+/// op(a, s)
+pub fn scalar(op: BinOp, a: &NDArray, s: f64) -> Result<NDArray> {
+    scalar_op(op, a, s, false)
+}
+/// op(s, a)
+pub fn scalar_r(op: BinOp, a: &NDArray, s: f64) -> Result<NDArray> {
+    scalar_op(op, a, s, true)
+}
+
+/// Casts to `dtype` (a copy even when the dtype is unchanged).
+pub fn astype(x: &NDArray, dtype: DType) -> Result<NDArray> {
+    let src = x.dtype();
+    let out = NDArray::empty(x.shape().clone(), dtype, x.ctx());
+    if x.size() > 0 {
+        push_kernel("cast", vec![x.view()], vec![out.view()], move |k| {
+            with_dtype!(src, S, {
+                with_dtype!(dtype, D, {
+                    let (i, o) = (k.input::<S>(0), k.output::<D>(0));
+                    if src.is_float() || dtype.is_float() {
+                        par::map1(i, o, |v| D::from_f64(v.to_f64()));
+                    } else {
+                        par::map1(i, o, |v| D::from_i64(v.to_i64()));
+                    }
+                })
+            });
+            Ok(())
+        });
+    }
+    if dtype.is_float() && needs_record(&[x]) {
+        record("cast", &[x], &[&out], Box::new(move |g| Ok(vec![Some(astype(&g[0], src)?)])));
+    }
+    Ok(out)
+}
+
+/// A copy with new storage.
+pub fn copy(x: &NDArray) -> Result<NDArray> {
+    let out = x.empty_like();
+    let dt = x.dtype();
+    if x.size() > 0 {
+        push_kernel("_copy", vec![x.view()], vec![out.view()], move |k| {
+            with_dtype!(dt, T, k.output::<T>(0).copy_from_slice(k.input::<T>(0)));
+            Ok(())
+        });
+    }
+    if needs_record(&[x]) {
+        record("_copy", &[x], &[&out], Box::new(|g| Ok(vec![Some(g[0].clone())])));
+    }
+    Ok(out)
+}
+
+/// Writes `src` (broadcast and cast to `dst`'s shape and dtype) into `dst` in place.
+pub fn assign(dst: &NDArray, src: &NDArray) -> Result<()> {
+    check_ctx("_copyto", dst, src)?;
+    let oshape = dst.shape().clone();
+    let b = Shape::broadcast("_copyto", dst.shape(), src.shape())?;
+    if b != oshape {
+        return Err(Error::shape("_copyto", &[dst.shape(), src.shape()], "value cannot be broadcast to the destination"));
+    }
+    let src = if src.dtype() != dst.dtype() { astype(src, dst.dtype())? } else { src.clone() };
+    let src = if src.shares_storage(dst) { copy(&src)? } else { src };
+    if oshape.size() == 0 {
+        return Ok(());
+    }
+    let sb = src.shape().broadcast_strides(&oshape);
+    let dt = dst.dtype();
+    push_kernel("_copyto", vec![src.view()], vec![dst.view()], move |k| {
+        with_dtype!(dt, T, {
+            let (y, o) = (k.input::<T>(0), k.output::<T>(0));
+            if y.len() == o.len() {
+                o.copy_from_slice(y);
+            } else if y.len() == 1 {
+                o.fill(y[0]);
+            } else {
+                crate::shape::for_each_strided(&oshape, &sb, 0, o.len(), |oi, si| o[oi] = y[si]);
+            }
+        });
+        Ok(())
+    });
+    Ok(())
+}
+
+/// dst += src, in place.
+pub fn add_into(dst: &NDArray, src: &NDArray) -> Result<()> {
+    binary_inplace(BinOp::Add, dst, src)
+}
+
+/// Sums `g` down to `shape` (undoes broadcasting).
+pub fn sum_to(g: &NDArray, shape: &Shape) -> Result<NDArray> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let nd = g.ndim();
+    let off = nd - shape.ndim();
+    let mut axes = Vec::new();
+    for i in 0..nd {
+        if i < off || (shape.dims()[i - off] == 1 && g.dims()[i] != 1) {
+            axes.push(i as i64);
+        }
+    }
+    let s = reduce(ReduceOp::Sum, g, Some(&axes), true, false)?;
+    reshape_to(&s, shape.clone())
+}
+
+/// Fills a new array with `value`.
+pub(crate) fn fill_new(shape: Shape, value: f64, dtype: DType, ctx: crate::Context) -> NDArray {
+    let out = NDArray::empty(shape, dtype, ctx);
+    if out.size() > 0 {
+        push_kernel("_full", vec![], vec![out.view()], move |k| {
+            with_dtype!(dtype, T, {
+                let o = k.output::<T>(0);
+                let v = T::from_f64(value);
+                par::chunked(o, 1 << 18, |_, c| c.fill(v));
+            });
+            Ok(())
+        });
+    }
+    out
+}
+
+/// Test support: pushes an op writing `x` that fails with the given kind
+/// (`value`, `index`, `type`, `panic`, anything else: runtime).
+pub fn test_fail(x: &NDArray, kind: &str, message: String) -> Result<()> {
+    use ferromx_engine::{ErrorKind, OpFailure};
+    let k = match kind {
+        "value" => Some(ErrorKind::Value),
+        "index" => Some(ErrorKind::Index),
+        "type" => Some(ErrorKind::Type),
+        "panic" => None,
+        _ => Some(ErrorKind::Runtime),
+    };
+    push_kernel("_test_fail", vec![], vec![x.view()], move |_| match k {
+        Some(k) => Err(OpFailure::new(k, message)),
+        None => panic!("{message}"),
+    });
+    Ok(())
+}
+
+/// Test support: pushes an op writing `x` that sleeps `ms` milliseconds.
+pub fn test_sleep(x: &NDArray, ms: u64) {
+    push_kernel("_test_sleep", vec![], vec![x.view()], move |_| {
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+        Ok(())
+    });
+}
+
+/// Copies `x` onto another context (an engine op on the destination's workers).
+pub fn copy_to_ctx(x: &NDArray, ctx: crate::Context) -> Result<NDArray> {
+    let out = NDArray::empty(x.shape().clone(), x.dtype(), ctx);
+    let dt = x.dtype();
+    if x.size() > 0 {
+        push_kernel("_copyto", vec![x.view()], vec![out.view()], move |k| {
+            with_dtype!(dt, T, k.output::<T>(0).copy_from_slice(k.input::<T>(0)));
+            Ok(())
+        });
+    }
+    if needs_record(&[x]) {
+        let src_ctx = x.ctx();
+        record("_copyto", &[x], &[&out], Box::new(move |g| Ok(vec![Some(copy_to_ctx(&g[0], src_ctx)?)])));
+    }
+    Ok(out)
+}

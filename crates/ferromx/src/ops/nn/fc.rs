@@ -1,0 +1,92 @@
+//! FullyConnected: `out = data · weightᵀ + bias`, one fused kernel (gemm + bias).
+
+use crate::autograd::{needs_record, record};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::ops::{self, check_ctx, ReduceOp};
+use crate::shape::Shape;
+use crate::storage::{matmul, push_kernel};
+
+/// MXNet `FullyConnected`. With `flatten`, data is (N, ...) flattened to (N, in);
+/// without, the last axis is the input axis.
+pub fn fully_connected(data: &NDArray, weight: &NDArray, bias: Option<&NDArray>, num_hidden: usize, flatten: bool) -> Result<NDArray> {
+    let name = "FullyConnected";
+    check_ctx(name, data, weight)?;
+    if data.ndim() == 0 {
+        return Err(Error::shape(name, &[data.shape()], "data must have at least one dimension"));
+    }
+    let (rows, inp) = if flatten {
+        (data.dims()[0], data.dims()[1..].iter().product::<usize>())
+    } else {
+        (data.dims()[..data.ndim() - 1].iter().product::<usize>(), data.dims()[data.ndim() - 1])
+    };
+    if weight.dims() != [num_hidden, inp] {
+        return Err(Error::shape(name, &[data.shape(), weight.shape()], format!("weight must be ({num_hidden}, {inp})")));
+    }
+    if let Some(b) = bias {
+        if b.dims() != [num_hidden] {
+            return Err(Error::shape(name, &[weight.shape(), b.shape()], format!("bias must be ({num_hidden},)")));
+        }
+    }
+    let dt = data.dtype();
+    if weight.dtype() != dt || bias.is_some_and(|b| b.dtype() != dt) {
+        return Err(Error::dtype(name, "data, weight and bias must have the same dtype"));
+    }
+    if !matches!(dt, DType::F32 | DType::F64) {
+        return Err(Error::dtype(name, format!("FullyConnected supports float32 and float64, got {dt}")));
+    }
+    let od: Vec<usize> = if flatten {
+        vec![data.dims()[0], num_hidden]
+    } else {
+        let mut d = data.dims()[..data.ndim() - 1].to_vec();
+        d.push(num_hidden);
+        d
+    };
+    let out = NDArray::empty(Shape::new(&od), dt, data.ctx());
+    let mut ins = vec![data.view(), weight.view()];
+    if let Some(b) = bias {
+        ins.push(b.view());
+    }
+    let has_bias = bias.is_some();
+    if out.size() > 0 {
+        push_kernel(name, ins, vec![out.view()], move |k| {
+            macro_rules! run {
+                ($t:ty) => {{
+                    let (x, w, o) = (k.input::<$t>(0), k.input::<$t>(1), k.output::<$t>(0));
+                    if has_bias {
+                        let b = k.input::<$t>(2);
+                        for r in 0..rows {
+                            o[r * num_hidden..(r + 1) * num_hidden].copy_from_slice(b);
+                        }
+                    }
+                    matmul::<$t>(rows, num_hidden, inp, o, x, false, w, true, has_bias);
+                }};
+            }
+            match dt {
+                DType::F64 => run!(f64),
+                _ => run!(f32),
+            }
+            Ok(())
+        });
+    }
+    let mut inputs = vec![data, weight];
+    if let Some(b) = bias {
+        inputs.push(b);
+    }
+    if needs_record(&inputs) {
+        let (x, w) = (data.clone(), weight.clone());
+        record(name, &inputs, &[&out], Box::new(move |g| {
+            let g2 = g[0].view_as(Shape::new(&[rows, num_hidden]), 0);
+            let x2 = x.view_as(Shape::new(&[rows, inp]), 0);
+            let dx = ops::dot(&g2, &w, false, false)?.view_as(x.shape().clone(), 0);
+            let dw = ops::dot(&g2, &x2, true, false)?;
+            let mut r = vec![Some(dx), Some(dw)];
+            if has_bias {
+                r.push(Some(ops::reduce(ReduceOp::Sum, &g2, Some(&[0]), false, false)?));
+            }
+            Ok(r)
+        }));
+    }
+    Ok(out)
+}

@@ -1,0 +1,172 @@
+//! Optimizer update operators. Each updates the weight (and its state) in
+//! place on the engine: the weight and states are *written* vars, the
+//! gradient is read, so updates order correctly after backward and before
+//! the next forward without any frontend wait.
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::ops::par::chunked;
+use crate::storage::push_kernel;
+
+/// Hyper-parameters shared by all updates.
+#[derive(Clone, Copy, Debug)]
+pub struct UpdateParams {
+    /// Learning rate.
+    pub lr: f64,
+    /// Weight decay.
+    pub wd: f64,
+    /// Gradient scale (usually 1/batch_size).
+    pub rescale_grad: f64,
+    /// Clip the rescaled gradient to ±this; negative means no clipping.
+    pub clip_gradient: f64,
+}
+
+impl UpdateParams {
+    #[inline(always)]
+    fn grad(&self, g: f32) -> f32 {
+        let g = g * self.rescale_grad as f32;
+        if self.clip_gradient >= 0.0 {
+            let c = self.clip_gradient as f32;
+            g.clamp(-c, c)
+        } else {
+            g
+        }
+    }
+}
+
+/// The optimizer kinds.
+#[derive(Clone, Copy, Debug)]
+pub enum Update {
+    /// w -= lr (g + wd w)
+    Sgd,
+    /// m = μ m - lr (g + wd w); w += m
+    SgdMom {
+        /// momentum μ
+        momentum: f64,
+    },
+    /// Nesterov momentum (MXNet nag_mom_update).
+    Nag {
+        /// momentum μ
+        momentum: f64,
+    },
+    /// Adam (lr already bias-corrected by the caller, as MXNet does).
+    Adam {
+        /// β1
+        beta1: f64,
+        /// β2
+        beta2: f64,
+        /// ε
+        epsilon: f64,
+    },
+    /// RMSProp (non-centered).
+    RmsProp {
+        /// decay γ1
+        gamma1: f64,
+        /// ε
+        epsilon: f64,
+    },
+    /// AdaGrad.
+    AdaGrad {
+        /// ε
+        epsilon: f64,
+    },
+}
+
+impl Update {
+    fn name(&self) -> &'static str {
+        match self {
+            Update::Sgd => "sgd_update",
+            Update::SgdMom { .. } => "sgd_mom_update",
+            Update::Nag { .. } => "nag_mom_update",
+            Update::Adam { .. } => "adam_update",
+            Update::RmsProp { .. } => "rmsprop_update",
+            Update::AdaGrad { .. } => "adagrad_update",
+        }
+    }
+    fn n_states(&self) -> usize {
+        match self {
+            Update::Sgd => 0,
+            Update::Adam { .. } => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// Applies an update in place to `weight` and `states` using `grad`.
+pub fn update(kind: Update, weight: &NDArray, grad: &NDArray, states: &[&NDArray], p: UpdateParams) -> Result<()> {
+    let name = kind.name();
+    if states.len() != kind.n_states() {
+        return Err(Error::value(name, format!("expects {} state arrays, got {}", kind.n_states(), states.len())));
+    }
+    for a in std::iter::once(grad).chain(states.iter().copied()) {
+        if a.shape() != weight.shape() {
+            return Err(Error::shape(name, &[weight.shape(), a.shape()], "grad and states must match the weight's shape"));
+        }
+        if a.dtype() != weight.dtype() {
+            return Err(Error::dtype(name, "grad and states must match the weight's dtype"));
+        }
+    }
+    if weight.dtype() != DType::F32 {
+        return Err(Error::dtype(name, format!("updates support float32 weights, got {}", weight.dtype())));
+    }
+    let mut outs = vec![weight.view()];
+    outs.extend(states.iter().map(|s| s.view()));
+    push_kernel(name, vec![grad.view()], outs, move |k| {
+        let g = k.input::<f32>(0);
+        let w = k.output::<f32>(0);
+        let (lr, wd) = (p.lr as f32, p.wd as f32);
+        match kind {
+            Update::Sgd => chunked(w, 1 << 15, |s, w| {
+                for (wi, &gi) in w.iter_mut().zip(&g[s..]) {
+                    *wi -= lr * (p.grad(gi) + wd * *wi);
+                }
+            }),
+            Update::SgdMom { momentum } | Update::Nag { momentum } => {
+                let m = k.output::<f32>(1);
+                let mu = momentum as f32;
+                let nag = matches!(kind, Update::Nag { .. });
+                for i in 0..w.len() {
+                    let gi = p.grad(g[i]) + wd * w[i];
+                    if nag {
+                        m[i] = mu * m[i] + gi;
+                        w[i] -= lr * (gi + mu * m[i]);
+                    } else {
+                        m[i] = mu * m[i] - lr * gi;
+                        w[i] += m[i];
+                    }
+                }
+            }
+            Update::Adam { beta1, beta2, epsilon } => {
+                let (m, v) = (k.output::<f32>(1), k.output::<f32>(2));
+                let (b1, b2, eps) = (beta1 as f32, beta2 as f32, epsilon as f32);
+                for i in 0..w.len() {
+                    let gi = p.grad(g[i]) + wd * w[i];
+                    m[i] = b1 * m[i] + (1.0 - b1) * gi;
+                    v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
+                    w[i] -= lr * m[i] / (v[i].sqrt() + eps);
+                }
+            }
+            Update::RmsProp { gamma1, epsilon } => {
+                let n = k.output::<f32>(1);
+                let (g1, eps) = (gamma1 as f32, epsilon as f32);
+                for i in 0..w.len() {
+                    let gi = p.grad(g[i]) + wd * w[i];
+                    n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
+                    w[i] -= lr * gi / (n[i] + eps).sqrt();
+                }
+            }
+            Update::AdaGrad { epsilon } => {
+                let h = k.output::<f32>(1);
+                let eps = epsilon as f32;
+                for i in 0..w.len() {
+                    let gi = p.grad(g[i]);
+                    h[i] += gi * gi;
+                    w[i] -= lr * (gi / (h[i] + eps).sqrt() + wd * w[i]);
+                }
+            }
+        }
+        Ok(())
+    });
+    Ok(())
+}

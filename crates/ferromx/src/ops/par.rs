@@ -1,0 +1,47 @@
+//! Size-gated parallel loops: small inputs stay on the engine worker's thread,
+//! large ones split across rayon's pool.
+
+use rayon::prelude::*;
+
+/// Elements below which a cheap elementwise loop stays on one thread.
+pub const PAR_MIN: usize = 1 << 16;
+
+/// Fills `out` by calling `f(start, chunk)` on contiguous chunks, in parallel when large.
+pub fn chunked<R: Send>(out: &mut [R], grain: usize, f: impl Fn(usize, &mut [R]) + Sync + Send) {
+    let n = out.len();
+    let threads = rayon::current_num_threads().max(1);
+    if n < grain.max(2) || threads == 1 {
+        f(0, out);
+        return;
+    }
+    let pieces = (n / grain).clamp(1, threads * 4);
+    let chunk = n.div_ceil(pieces);
+    out.par_chunks_mut(chunk).enumerate().for_each(|(i, c)| f(i * chunk, c));
+}
+
+/// `out[i] = f(a[i])`.
+#[inline]
+pub fn map1<A: Copy + Sync, R: Send>(a: &[A], out: &mut [R], f: impl Fn(A) -> R + Sync + Send) {
+    chunked(out, PAR_MIN, |s, o| {
+        let n = o.len();
+        for (o, &x) in o.iter_mut().zip(&a[s..s + n]) {
+            *o = f(x);
+        }
+    });
+}
+
+/// `out[i] = f(a[i], b[i])`.
+#[inline]
+pub fn map2<A: Copy + Sync, B: Copy + Sync, R: Send>(
+    a: &[A],
+    b: &[B],
+    out: &mut [R],
+    f: impl Fn(A, B) -> R + Sync + Send,
+) {
+    chunked(out, PAR_MIN, |s, o| {
+        let n = o.len();
+        for ((o, &x), &y) in o.iter_mut().zip(&a[s..s + n]).zip(&b[s..s + n]) {
+            *o = f(x, y);
+        }
+    });
+}

@@ -1,0 +1,280 @@
+//! Random sampling. Each op draws its own seed on the pushing thread from a
+//! per-context counter (so results are reproducible after `seed`) and then
+//! runs independently: unlike MXNet, random ops share no engine var and never
+//! serialise unrelated work.
+
+use crate::dtype::{DType, Elem};
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::shape::Shape;
+use crate::storage::push_kernel;
+use crate::{with_dtype, Context};
+use parking_lot::Mutex;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+fn seeds() -> &'static Mutex<HashMap<Context, (u64, u64)>> {
+    static S: OnceLock<Mutex<HashMap<Context, (u64, u64)>>> = OnceLock::new();
+    S.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+/// Seeds the generator of `ctx` (all contexts when `None`).
+pub fn seed(s: u64, ctx: Option<Context>) {
+    let mut m = seeds().lock();
+    match ctx {
+        Some(c) => {
+            m.insert(c, (s, 0));
+        }
+        None => {
+            m.clear();
+            m.insert(Context::default(), (s, 0));
+            GLOBAL_SEED.store(s, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
+static GLOBAL_SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0x5eed);
+
+fn next_seed(ctx: Context) -> u64 {
+    let mut m = seeds().lock();
+    let e = m.entry(ctx).or_insert((GLOBAL_SEED.load(std::sync::atomic::Ordering::Relaxed) ^ ((ctx.id as u64) << 32), 0));
+    e.1 += 1;
+    splitmix(e.0 ^ splitmix(e.1))
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// xoshiro256++ generator.
+pub struct Rng([u64; 4]);
+
+impl Rng {
+    /// Seeded generator.
+    pub fn new(seed: u64) -> Self {
+        let mut s = seed;
+        let mut st = [0u64; 4];
+        for v in st.iter_mut() {
+            s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            *v = splitmix(s);
+        }
+        Rng(st)
+    }
+    /// Next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let s = &mut self.0;
+        let r = s[0].wrapping_add(s[3]).rotate_left(23).wrapping_add(s[0]);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        r
+    }
+    /// Uniform in [0, 1).
+    pub fn uniform(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+    }
+    /// Standard normal (Box–Muller).
+    pub fn normal(&mut self) -> f64 {
+        let u1 = 1.0 - self.uniform();
+        let u2 = self.uniform();
+        (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+    }
+    /// Gamma(shape k, scale 1) by Marsaglia–Tsang.
+    pub fn gamma(&mut self, k: f64) -> f64 {
+        if k < 1.0 {
+            let u = self.uniform().max(1e-300);
+            return self.gamma(k + 1.0) * u.powf(1.0 / k);
+        }
+        let d = k - 1.0 / 3.0;
+        let c = 1.0 / (9.0 * d).sqrt();
+        loop {
+            let x = self.normal();
+            let v = (1.0 + c * x).powi(3);
+            if v <= 0.0 {
+                continue;
+            }
+            let u = self.uniform();
+            if u.ln() < 0.5 * x * x + d - d * v + d * v.ln() {
+                return d * v;
+            }
+        }
+    }
+    /// Poisson(λ) (Knuth for small λ, normal approximation with correction above 30).
+    pub fn poisson(&mut self, lam: f64) -> f64 {
+        if lam < 30.0 {
+            let l = (-lam).exp();
+            let mut k = 0.0;
+            let mut p = 1.0;
+            loop {
+                p *= self.uniform();
+                if p <= l {
+                    return k;
+                }
+                k += 1.0;
+            }
+        }
+        (lam + lam.sqrt() * self.normal() + 0.5).floor().max(0.0)
+    }
+}
+
+/// Distribution to sample.
+#[derive(Clone, Copy, Debug)]
+pub enum Dist {
+    /// U[low, high)
+    Uniform(f64, f64),
+    /// N(loc, scale)
+    Normal(f64, f64),
+    /// integers in [low, high)
+    RandInt(i64, i64),
+    /// Exp(rate λ) with scale 1/λ
+    Exponential(f64),
+    /// Gamma(alpha, beta=scale)
+    Gamma(f64, f64),
+    /// Poisson(λ)
+    Poisson(f64),
+}
+
+/// Samples a new array from `dist`.
+pub fn sample(dist: Dist, shape: Shape, dtype: DType, ctx: Context) -> Result<NDArray> {
+    let name = match dist {
+        Dist::Uniform(l, h) => {
+            if h < l {
+                return Err(Error::value("random_uniform", format!("low {l} > high {h}")));
+            }
+            "random_uniform"
+        }
+        Dist::Normal(_, s) => {
+            if s < 0.0 {
+                return Err(Error::value("random_normal", format!("scale must be non-negative, got {s}")));
+            }
+            "random_normal"
+        }
+        Dist::RandInt(l, h) => {
+            if h <= l {
+                return Err(Error::value("random_randint", format!("low {l} >= high {h}")));
+            }
+            "random_randint"
+        }
+        Dist::Exponential(_) => "random_exponential",
+        Dist::Gamma(a, b) => {
+            if a <= 0.0 || b <= 0.0 {
+                return Err(Error::value("random_gamma", "alpha and beta must be positive"));
+            }
+            "random_gamma"
+        }
+        Dist::Poisson(l) => {
+            if l < 0.0 {
+                return Err(Error::value("random_poisson", "lam must be non-negative"));
+            }
+            "random_poisson"
+        }
+    };
+    let out = NDArray::empty(shape, dtype, ctx);
+    let seed = next_seed(ctx);
+    if out.size() > 0 {
+        push_kernel(name, vec![], vec![out.view()], move |k| {
+            let mut rng = Rng::new(seed);
+            with_dtype!(dtype, T, {
+                for v in k.output::<T>(0).iter_mut() {
+                    let x = match dist {
+                        Dist::Uniform(l, h) => l + (h - l) * rng.uniform(),
+                        Dist::Normal(m, s) => m + s * rng.normal(),
+                        Dist::RandInt(l, h) => (l + (rng.next_u64() % (h - l) as u64) as i64) as f64,
+                        Dist::Exponential(lam) => -(1.0 - rng.uniform()).ln() / lam,
+                        Dist::Gamma(a, b) => rng.gamma(a) * b,
+                        Dist::Poisson(l) => rng.poisson(l),
+                    };
+                    *v = T::from_f64(x);
+                }
+            });
+            Ok(())
+        });
+    }
+    Ok(out)
+}
+
+/// U[low, high).
+pub fn uniform(low: f64, high: f64, shape: Shape, dtype: DType, ctx: Context) -> Result<NDArray> {
+    sample(Dist::Uniform(low, high), shape, dtype, ctx)
+}
+
+/// N(loc, scale).
+pub fn normal(loc: f64, scale: f64, shape: Shape, dtype: DType, ctx: Context) -> Result<NDArray> {
+    sample(Dist::Normal(loc, scale), shape, dtype, ctx)
+}
+
+/// A random permutation of `x` along the first axis.
+pub fn shuffle(x: &NDArray) -> Result<NDArray> {
+    let out = x.empty_like();
+    if x.size() == 0 {
+        return Ok(out);
+    }
+    let n = x.dims().first().copied().unwrap_or(1);
+    let inner = x.size() / n.max(1);
+    let seed = next_seed(x.ctx());
+    let dt = x.dtype();
+    push_kernel("shuffle", vec![x.view()], vec![out.view()], move |k| {
+        let mut rng = Rng::new(seed);
+        let mut perm: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+            perm.swap(i, j);
+        }
+        with_dtype!(dt, T, {
+            let (s, o) = (k.input::<T>(0), k.output::<T>(0));
+            for (i, &p) in perm.iter().enumerate() {
+                o[i * inner..(i + 1) * inner].copy_from_slice(&s[p * inner..(p + 1) * inner]);
+            }
+        });
+        Ok(())
+    });
+    Ok(out)
+}
+
+/// Draws `num` category indices per row of probabilities `p` (last axis).
+pub fn multinomial(p: &NDArray, num: usize, dtype: DType) -> Result<NDArray> {
+    if p.ndim() == 0 {
+        return Err(Error::shape("sample_multinomial", &[p.shape()], "probabilities need at least one axis"));
+    }
+    let k = p.dims()[p.ndim() - 1];
+    let rows = p.size() / k.max(1);
+    let mut od = p.dims()[..p.ndim() - 1].to_vec();
+    if num > 1 {
+        od.push(num);
+    }
+    let out = NDArray::empty(Shape::new(&od), dtype, p.ctx());
+    let seed = next_seed(p.ctx());
+    let pdt = p.dtype();
+    push_kernel("sample_multinomial", vec![p.view()], vec![out.view()], move |kk| {
+        let mut rng = Rng::new(seed);
+        let probs: Vec<f64> = with_dtype!(pdt, T, kk.input::<T>(0).iter().map(|v| v.to_f64()).collect());
+        with_dtype!(dtype, T, {
+            let o = kk.output::<T>(0);
+            for r in 0..rows {
+                let row = &probs[r * k..(r + 1) * k];
+                for s in 0..num {
+                    let u = rng.uniform() * row.iter().sum::<f64>();
+                    let mut acc = 0.0;
+                    let mut pick = k - 1;
+                    for (i, &pv) in row.iter().enumerate() {
+                        acc += pv;
+                        if u < acc {
+                            pick = i;
+                            break;
+                        }
+                    }
+                    o[r * num + s] = T::from_f64(pick as f64);
+                }
+            }
+        });
+        Ok(())
+    });
+    Ok(out)
+}

@@ -1,0 +1,312 @@
+//! Reductions over axes (sum, mean, prod, max, min, nansum, nanprod), argmax/argmin, norm.
+//!
+//! Every reduction is brought to an `(outer, reduced, inner)` layout. A set
+//! of axes that is not one contiguous block is reduced one block at a time.
+
+use super::elemwise::arith::Arith;
+use crate::autograd::{needs_record, record};
+use crate::dtype::{DType, Elem};
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::ops::{self, BinOp, UnaryOp};
+use crate::shape::{norm_axis, Shape};
+use crate::storage::push_kernel;
+use crate::with_dtype;
+use rayon::prelude::*;
+
+/// A reduction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum ReduceOp {
+    Sum,
+    Mean,
+    Prod,
+    Max,
+    Min,
+    NanSum,
+    NanProd,
+}
+
+impl ReduceOp {
+    /// MXNet name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Mean => "mean",
+            ReduceOp::Prod => "prod",
+            ReduceOp::Max => "max",
+            ReduceOp::Min => "min",
+            ReduceOp::NanSum => "nansum",
+            ReduceOp::NanProd => "nanprod",
+        }
+    }
+}
+
+/// Resolves `axis` (None: all), `exclude` into a sorted, deduplicated axis list.
+pub fn resolve_axes(op: &str, ndim: usize, axes: Option<&[i64]>, exclude: bool) -> Result<Vec<usize>> {
+    let mut v: Vec<usize> = match axes {
+        None => (0..ndim).collect(),
+        Some(a) => {
+            let mut r = Vec::with_capacity(a.len());
+            for &x in a {
+                let ax = norm_axis(op, x, ndim)?;
+                if r.contains(&ax) {
+                    return Err(Error::value(op, format!("duplicate axis {x}")));
+                }
+                r.push(ax);
+            }
+            r
+        }
+    };
+    v.sort_unstable();
+    if exclude {
+        v = (0..ndim).filter(|a| !v.contains(a)).collect();
+    }
+    Ok(v)
+}
+
+fn out_shape(shape: &Shape, axes: &[usize], keepdims: bool) -> Shape {
+    let mut d = Vec::new();
+    for (i, &n) in shape.dims().iter().enumerate() {
+        if axes.contains(&i) {
+            if keepdims {
+                d.push(1);
+            }
+        } else {
+            d.push(n);
+        }
+    }
+    Shape::new(&d)
+}
+
+/// Reduces one contiguous slice.
+fn reduce_slice<T: Arith>(op: ReduceOp, x: &[T]) -> f64 {
+    match op {
+        ReduceOp::Sum | ReduceOp::Mean => T::sum_slice(x),
+        ReduceOp::NanSum => x.iter().map(|v| v.to_f64()).filter(|v| !v.is_nan()).sum(),
+        ReduceOp::Prod => x.iter().map(|v| v.to_f64()).product(),
+        ReduceOp::NanProd => x.iter().map(|v| v.to_f64()).filter(|v| !v.is_nan()).product(),
+        ReduceOp::Max => x.iter().fold(f64::NEG_INFINITY, |a, v| {
+            let v = v.to_f64();
+            if a.is_nan() || v > a || v.is_nan() { v } else { a }
+        }),
+        ReduceOp::Min => x.iter().fold(f64::INFINITY, |a, v| {
+            let v = v.to_f64();
+            if a.is_nan() || v < a || v.is_nan() { v } else { a }
+        }),
+    }
+}
+
+fn combine(op: ReduceOp, a: f64, v: f64) -> f64 {
+    match op {
+        ReduceOp::Sum | ReduceOp::Mean => a + v,
+        ReduceOp::NanSum => if v.is_nan() { a } else { a + v },
+        ReduceOp::Prod => a * v,
+        ReduceOp::NanProd => if v.is_nan() { a } else { a * v },
+        ReduceOp::Max => if a.is_nan() || v > a || v.is_nan() { v } else { a },
+        ReduceOp::Min => if a.is_nan() || v < a || v.is_nan() { v } else { a },
+    }
+}
+
+fn identity(op: ReduceOp) -> f64 {
+    match op {
+        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::NanSum => 0.0,
+        ReduceOp::Prod | ReduceOp::NanProd => 1.0,
+        ReduceOp::Max => f64::NEG_INFINITY,
+        ReduceOp::Min => f64::INFINITY,
+    }
+}
+
+fn reduce_kernel<T: Arith>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r: usize, inner: usize) {
+    let scale = if op == ReduceOp::Mean { 1.0 / r as f64 } else { 1.0 };
+    let fin = |v: f64| T::from_f64(v * scale);
+    if inner == 1 {
+        if outer == 1 && r >= 1 << 18 {
+            let parts: Vec<f64> = x.par_chunks(r.div_ceil(rayon::current_num_threads().max(1)).max(1))
+                .map(|c| reduce_slice(op, c))
+                .collect();
+            let v = parts.into_iter().fold(identity(op), |a, p| combine(op, a, p));
+            out[0] = fin(v);
+        } else if outer * r >= 1 << 17 {
+            out.par_iter_mut().enumerate().for_each(|(o, ov)| *ov = fin(reduce_slice(op, &x[o * r..(o + 1) * r])));
+        } else {
+            for (o, ov) in out.iter_mut().enumerate() {
+                *ov = fin(reduce_slice(op, &x[o * r..(o + 1) * r]));
+            }
+        }
+        return;
+    }
+    let row = |o: usize, orow: &mut [T]| {
+        let mut acc = vec![identity(op); inner];
+        for k in 0..r {
+            let base = (o * r + k) * inner;
+            for (a, v) in acc.iter_mut().zip(&x[base..base + inner]) {
+                *a = combine(op, *a, v.to_f64());
+            }
+        }
+        for (ov, a) in orow.iter_mut().zip(acc) {
+            *ov = fin(a);
+        }
+    };
+    if outer > 1 && outer * r * inner >= 1 << 17 {
+        out.par_chunks_mut(inner).enumerate().for_each(|(o, c)| row(o, c));
+    } else {
+        for (o, c) in out.chunks_mut(inner).enumerate() {
+            row(o, c);
+        }
+    }
+}
+
+/// Reduces over one contiguous block of axes `[a, b)`, keeping dims.
+fn reduce_block(op: ReduceOp, x: &NDArray, a: usize, b: usize, count_scale: bool) -> NDArray {
+    let dims = x.dims();
+    let outer: usize = dims[..a].iter().product();
+    let r: usize = dims[a..b].iter().product();
+    let inner: usize = dims[b..].iter().product();
+    let mut od: Vec<usize> = dims.to_vec();
+    for d in od.iter_mut().take(b).skip(a) {
+        *d = 1;
+    }
+    let dt = x.dtype();
+    let out = NDArray::empty(Shape::new(&od), dt, x.ctx());
+    let opk = if count_scale { op } else if op == ReduceOp::Mean { ReduceOp::Sum } else { op };
+    if out.size() > 0 {
+        push_kernel(op.name(), vec![x.view()], vec![out.view()], move |k| {
+            with_dtype!(dt, T, reduce_kernel::<T>(opk, k.input::<T>(0), k.output::<T>(0), outer, r, inner));
+            Ok(())
+        });
+    }
+    out
+}
+
+/// Reduces `x` over `axes` (None: all axes).
+pub fn reduce(op: ReduceOp, x: &NDArray, axes: Option<&[i64]>, keepdims: bool, exclude: bool) -> Result<NDArray> {
+    let name = op.name();
+    let axes = resolve_axes(name, x.ndim(), axes, exclude)?;
+    if matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        for &a in &axes {
+            if x.dims()[a] == 0 {
+                return Err(Error::value(name, format!("zero-size array to reduction operation {name} which has no identity (shape {})", x.shape())));
+            }
+        }
+    }
+    let src = if x.dtype() == DType::Bool { ops::astype(x, DType::I64)? } else { x.clone() };
+    // Split axes into contiguous blocks; reduce the last block first.
+    let mut blocks: Vec<(usize, usize)> = Vec::new();
+    for &a in &axes {
+        match blocks.last_mut() {
+            Some((_, e)) if *e == a => *e = a + 1,
+            _ => blocks.push((a, a + 1)),
+        }
+    }
+    let mut cur = src;
+    let single = blocks.len() == 1;
+    if blocks.is_empty() {
+        cur = ops::copy(&cur)?;
+    }
+    let total: usize = axes.iter().map(|&a| x.dims()[a]).product();
+    for &(a, b) in blocks.iter().rev() {
+        cur = reduce_block(op, &cur, a, b, single).detach();
+    }
+    if op == ReduceOp::Mean && !single && !blocks.is_empty() {
+        cur = ops::scalar(BinOp::Div, &cur, total as f64)?;
+    }
+    let oshape = out_shape(x.shape(), &axes, keepdims);
+    let out = cur.view_as(oshape, 0);
+    if needs_record(&[x]) && x.dtype().is_float() {
+        let (xc, oc) = (x.clone(), out.clone());
+        let kshape = out_shape(x.shape(), &axes, true);
+        record(
+            name,
+            &[x],
+            &[&out],
+            Box::new(move |g| {
+                let g = reshape_keep(&g[0], &kshape);
+                let gb = ops::broadcast_to(&g, xc.shape().clone())?;
+                let r = match op {
+                    ReduceOp::Sum | ReduceOp::NanSum => gb,
+                    ReduceOp::Mean => ops::scalar(BinOp::Div, &gb, total.max(1) as f64)?,
+                    ReduceOp::Prod | ReduceOp::NanProd => {
+                        let y = ops::broadcast_to(&reshape_keep(&oc, &kshape), xc.shape().clone())?;
+                        ops::mul(&gb, &ops::div(&y, &xc)?)?
+                    }
+                    ReduceOp::Max | ReduceOp::Min => {
+                        let y = ops::broadcast_to(&reshape_keep(&oc, &kshape), xc.shape().clone())?;
+                        ops::mul(&gb, &ops::binary(BinOp::Eq, &xc, &y)?)?
+                    }
+                };
+                Ok(vec![Some(r)])
+            }),
+        );
+    }
+    Ok(out)
+}
+
+fn reshape_keep(x: &NDArray, s: &Shape) -> NDArray {
+    x.view_as(s.clone(), 0)
+}
+
+/// Index of the max (or min) along `axis` (None: flattened), as float32 like MXNet's `nd.argmax`.
+pub fn argmax(x: &NDArray, axis: Option<i64>, keepdims: bool, is_min: bool, out_dtype: DType) -> Result<NDArray> {
+    let name = if is_min { "argmin" } else { "argmax" };
+    let (src, ax) = match axis {
+        None => (x.view_as(Shape::new(&[x.size()]), 0), 0usize),
+        Some(a) => (x.clone(), norm_axis(name, a, x.ndim())?),
+    };
+    if src.ndim() == 0 || src.dims()[ax] == 0 {
+        return Err(Error::value(name, format!("attempt to get {name} of an empty sequence (shape {})", x.shape())));
+    }
+    let dims = src.dims().to_vec();
+    let outer: usize = dims[..ax].iter().product();
+    let r = dims[ax];
+    let inner: usize = dims[ax + 1..].iter().product();
+    let oshape = match axis {
+        None => {
+            if keepdims {
+                Shape::new(&vec![1; x.ndim()])
+            } else {
+                Shape::scalar()
+            }
+        }
+        Some(_) => out_shape(src.shape(), &[ax], keepdims),
+    };
+    let out = NDArray::empty(oshape, out_dtype, x.ctx());
+    let dt = src.dtype();
+    push_kernel(name, vec![src.view()], vec![out.view()], move |k| {
+        with_dtype!(dt, T, {
+            let xs = k.input::<T>(0);
+            with_dtype!(out_dtype, O, {
+                let o = k.output::<O>(0);
+                for a in 0..outer {
+                    for j in 0..inner {
+                        let mut best = 0usize;
+                        let mut bv = xs[a * r * inner + j].to_f64();
+                        for i in 1..r {
+                            let v = xs[(a * r + i) * inner + j].to_f64();
+                            let better = if is_min { v < bv } else { v > bv };
+                            if !bv.is_nan() && (better || v.is_nan()) {
+                                best = i;
+                                bv = v;
+                            }
+                        }
+                        o[a * inner + j] = O::from_f64(best as f64);
+                    }
+                }
+            })
+        });
+        Ok(())
+    });
+    Ok(out)
+}
+
+/// `ord`-norm (1 or 2) over `axes` (None: all, flattened).
+pub fn norm(x: &NDArray, ord: u32, axes: Option<&[i64]>, keepdims: bool) -> Result<NDArray> {
+    match ord {
+        1 => reduce(ReduceOp::Sum, &ops::unary(UnaryOp::Abs, x)?, axes, keepdims, false),
+        2 => {
+            let s = reduce(ReduceOp::Sum, &ops::unary(UnaryOp::Square, x)?, axes, keepdims, false)?;
+            ops::unary(UnaryOp::Sqrt, &s)
+        }
+        _ => Err(Error::value("norm", format!("ord must be 1 or 2, got {ord}"))),
+    }
+}

@@ -1,0 +1,681 @@
+//! Shape and indexing operators: reshape, transpose, broadcast, concat/stack/split,
+//! slicing, take, pick, one_hot, where, clip.
+
+use crate::autograd::{needs_record, record};
+use crate::dtype::{DType, Elem};
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::ops::{self, check_ctx, BinOp};
+use crate::shape::{for_each_strided, norm_axis, Shape};
+use crate::storage::push_kernel;
+use crate::with_dtype;
+use ferromx_engine::{ErrorKind, OpFailure};
+
+/// Reshapes to an explicit shape (a view; recorded for autograd).
+pub fn reshape_to(x: &NDArray, shape: Shape) -> Result<NDArray> {
+    if shape.size() != x.size() {
+        return Err(Error::shape("reshape", &[x.shape(), &shape], "sizes differ"));
+    }
+    let out = x.view_as(shape, 0);
+    if needs_record(&[x]) {
+        let s = x.shape().clone();
+        record("reshape", &[x], &[&out], Box::new(move |g| Ok(vec![Some(reshape_to(&g[0], s.clone())?)])));
+    }
+    Ok(out)
+}
+
+/// Infers a target shape from MXNet's reshape codes (0 copy, -1 infer,
+/// -2 copy rest, -3 merge two, -4 split one into the next two), optionally
+/// applied right to left (`reverse`).
+pub fn infer_reshape(src: &[usize], spec: &[i64], reverse: bool) -> Result<Vec<usize>> {
+    let err = |m: String| Error::value("reshape", format!("{m} (input shape {:?}, target {:?})", src, spec));
+    let (src_v, spec_v): (Vec<usize>, Vec<i64>) = if reverse {
+        (src.iter().rev().cloned().collect(), spec.iter().rev().cloned().collect())
+    } else {
+        (src.to_vec(), spec.to_vec())
+    };
+    let mut out: Vec<i64> = Vec::new();
+    let mut i = 0usize; // index into src
+    let mut j = 0usize;
+    let mut infer_at: Option<usize> = None;
+    while j < spec_v.len() {
+        let c = spec_v[j];
+        match c {
+            0 => {
+                let d = *src_v.get(i).ok_or_else(|| err("0 refers past the input's dims".into()))?;
+                out.push(d as i64);
+                i += 1;
+            }
+            -1 => {
+                if infer_at.is_some() {
+                    return Err(err("only one -1 allowed".into()));
+                }
+                infer_at = Some(out.len());
+                out.push(1);
+                i += 1;
+            }
+            -2 => {
+                while i < src_v.len() {
+                    out.push(src_v[i] as i64);
+                    i += 1;
+                }
+            }
+            -3 => {
+                if i + 1 >= src_v.len() {
+                    return Err(err("-3 needs two input dims".into()));
+                }
+                out.push((src_v[i] * src_v[i + 1]) as i64);
+                i += 2;
+            }
+            -4 => {
+                if j + 2 >= spec_v.len() || i >= src_v.len() {
+                    return Err(err("-4 needs two following values".into()));
+                }
+                let d = src_v[i] as i64;
+                let (mut a, mut b) = (spec_v[j + 1], spec_v[j + 2]);
+                if a == -1 && b > 0 {
+                    a = d / b;
+                } else if b == -1 && a > 0 {
+                    b = d / a;
+                }
+                if a * b != d {
+                    return Err(err(format!("-4 split {a}x{b} does not match {d}")));
+                }
+                out.push(a);
+                out.push(b);
+                i += 1;
+                j += 2;
+            }
+            c if c > 0 => {
+                out.push(c);
+                i += 1;
+            }
+            _ => return Err(err(format!("invalid reshape code {c}"))),
+        }
+        j += 1;
+    }
+    let total: usize = src.iter().product();
+    if let Some(k) = infer_at {
+        let known: i64 = out.iter().enumerate().filter(|(p, _)| *p != k).map(|(_, v)| *v).product();
+        if known == 0 || total as i64 % known != 0 {
+            return Err(err("cannot infer -1".into()));
+        }
+        out[k] = total as i64 / known;
+    }
+    let mut res: Vec<usize> = out.into_iter().map(|v| v as usize).collect();
+    if reverse {
+        res.reverse();
+    }
+    if res.iter().product::<usize>() != total {
+        return Err(err("sizes differ".into()));
+    }
+    Ok(res)
+}
+
+/// MXNet `reshape` with special codes.
+pub fn reshape(x: &NDArray, spec: &[i64], reverse: bool) -> Result<NDArray> {
+    let s = infer_reshape(x.dims(), spec, reverse)?;
+    reshape_to(x, Shape::new(&s))
+}
+
+/// Flattens to (d0, prod(rest)).
+pub fn flatten(x: &NDArray) -> Result<NDArray> {
+    if x.ndim() == 0 {
+        return reshape_to(x, Shape::new(&[1, 1]));
+    }
+    let d0 = x.dims()[0];
+    let rest: usize = x.dims()[1..].iter().product();
+    reshape_to(x, Shape::new(&[d0, rest]))
+}
+
+/// Inserts a size-1 axis.
+pub fn expand_dims(x: &NDArray, axis: i64) -> Result<NDArray> {
+    let ax = norm_axis("expand_dims", axis, x.ndim() + 1)?;
+    let mut d = x.dims().to_vec();
+    d.insert(ax, 1);
+    reshape_to(x, Shape::new(&d))
+}
+
+/// Removes size-1 axes (all, or the given ones).
+pub fn squeeze(x: &NDArray, axes: Option<&[i64]>) -> Result<NDArray> {
+    let d = x.dims();
+    let keep: Vec<usize> = match axes {
+        None => d.iter().cloned().filter(|&v| v != 1).collect(),
+        Some(a) => {
+            let ax = ops::resolve_axes("squeeze", x.ndim(), Some(a), false)?;
+            for &i in &ax {
+                if d[i] != 1 {
+                    return Err(Error::value("squeeze", format!("cannot select an axis to squeeze out which has size not equal to one (axis {i} of shape {})", x.shape())));
+                }
+            }
+            d.iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, v)| *v).collect()
+        }
+    };
+    reshape_to(x, Shape::new(&keep))
+}
+
+/// Broadcasts to `shape` (a copy).
+pub fn broadcast_to(x: &NDArray, shape: Shape) -> Result<NDArray> {
+    // MXNet: 0 in the target keeps the input dim.
+    let mut target = shape.dims().to_vec();
+    let off = target.len().saturating_sub(x.ndim());
+    for (i, t) in target.iter_mut().enumerate() {
+        if *t == 0 && i >= off {
+            *t = x.dims()[i - off];
+        }
+    }
+    let shape = Shape::new(&target);
+    let b = Shape::broadcast("broadcast_to", x.shape(), &shape)?;
+    if b != shape {
+        return Err(Error::shape("broadcast_to", &[x.shape(), &shape], "cannot broadcast"));
+    }
+    let out = NDArray::empty(shape.clone(), x.dtype(), x.ctx());
+    ops::assign(&out, &x.detach())?;
+    if needs_record(&[x]) {
+        let s = x.shape().clone();
+        record("broadcast_to", &[x], &[&out], Box::new(move |g| Ok(vec![Some(ops::sum_to(&g[0], &s)?)])));
+    }
+    Ok(out)
+}
+
+/// Permutes axes (default: reverse them).
+pub fn transpose(x: &NDArray, axes: Option<&[i64]>) -> Result<NDArray> {
+    let nd = x.ndim();
+    let perm: Vec<usize> = match axes {
+        None => (0..nd).rev().collect(),
+        Some(a) if a.is_empty() => (0..nd).rev().collect(),
+        Some(a) => {
+            if a.len() != nd {
+                return Err(Error::value("transpose", format!("axes {:?} do not match array of dimension {nd}", a)));
+            }
+            let p: Vec<usize> = a.iter().map(|&v| norm_axis("transpose", v, nd)).collect::<Result<_>>()?;
+            let mut seen = vec![false; nd];
+            for &v in &p {
+                if seen[v] {
+                    return Err(Error::value("transpose", "repeated axis in transpose"));
+                }
+                seen[v] = true;
+            }
+            p
+        }
+    };
+    let od: Vec<usize> = perm.iter().map(|&p| x.dims()[p]).collect();
+    let oshape = Shape::new(&od);
+    let xs = x.shape().strides();
+    let pstrides: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
+    let out = NDArray::empty(oshape.clone(), x.dtype(), x.ctx());
+    let dt = x.dtype();
+    if out.size() > 0 {
+        push_kernel("transpose", vec![x.view()], vec![out.view()], move |k| {
+            with_dtype!(dt, T, {
+                let (i, o) = (k.input::<T>(0), k.output::<T>(0));
+                for_each_strided(&oshape, &pstrides, 0, o.len(), |oi, si| o[oi] = i[si]);
+            });
+            Ok(())
+        });
+    }
+    if needs_record(&[x]) {
+        let mut inv = vec![0i64; nd];
+        for (i, &p) in perm.iter().enumerate() {
+            inv[p] = i as i64;
+        }
+        record("transpose", &[x], &[&out], Box::new(move |g| Ok(vec![Some(transpose(&g[0], Some(&inv))?)])));
+    }
+    Ok(out)
+}
+
+/// Swaps two axes.
+pub fn swapaxes(x: &NDArray, a: i64, b: i64) -> Result<NDArray> {
+    let nd = x.ndim();
+    let (a, b) = (norm_axis("swapaxes", a, nd)?, norm_axis("swapaxes", b, nd)?);
+    let mut p: Vec<i64> = (0..nd as i64).collect();
+    p.swap(a, b);
+    transpose(x, Some(&p))
+}
+
+/// Joins arrays along an existing axis.
+pub fn concat(xs: &[NDArray], axis: i64) -> Result<NDArray> {
+    let name = "concat";
+    let first = xs.first().ok_or_else(|| Error::value(name, "need at least one array"))?;
+    let nd = first.ndim();
+    if nd == 0 {
+        return Err(Error::value(name, "zero-dimensional arrays cannot be concatenated"));
+    }
+    let ax = norm_axis(name, axis, nd)?;
+    let mut od = first.dims().to_vec();
+    od[ax] = 0;
+    for x in xs {
+        check_ctx(name, first, x)?;
+        if x.ndim() != nd || x.dims().iter().enumerate().any(|(i, &d)| i != ax && d != first.dims()[i]) {
+            return Err(Error::shape(name, &[first.shape(), x.shape()], format!("all dims except axis {ax} must match")));
+        }
+        if x.dtype() != first.dtype() {
+            return Err(Error::dtype(name, format!("dtypes differ: {} and {}", first.dtype(), x.dtype())));
+        }
+        od[ax] += x.dims()[ax];
+    }
+    let outer: usize = od[..ax].iter().product();
+    let inner: usize = od[ax + 1..].iter().product();
+    let widths: Vec<usize> = xs.iter().map(|x| x.dims()[ax] * inner).collect();
+    let total: usize = widths.iter().sum();
+    let out = NDArray::empty(Shape::new(&od), first.dtype(), first.ctx());
+    let dt = first.dtype();
+    if out.size() > 0 {
+        let views = xs.iter().map(|x| x.view()).collect();
+        let w2 = widths.clone();
+        push_kernel(name, views, vec![out.view()], move |k| {
+            with_dtype!(dt, T, {
+                let o = k.output::<T>(0);
+                let mut col = 0;
+                for (i, &w) in w2.iter().enumerate() {
+                    let src = k.input::<T>(i);
+                    for r in 0..outer {
+                        o[r * total + col..r * total + col + w].copy_from_slice(&src[r * w..(r + 1) * w]);
+                    }
+                    col += w;
+                }
+            });
+            Ok(())
+        });
+    }
+    let refs: Vec<&NDArray> = xs.iter().collect();
+    if needs_record(&refs) {
+        let sizes: Vec<usize> = xs.iter().map(|x| x.dims()[ax]).collect();
+        record(name, &refs, &[&out], Box::new(move |g| {
+            let mut res = Vec::new();
+            let mut b = 0;
+            for &s in &sizes {
+                res.push(Some(slice_axis(&g[0], ax as i64, b as i64, Some((b + s) as i64))?));
+                b += s;
+            }
+            Ok(res)
+        }));
+    }
+    Ok(out)
+}
+
+/// Joins arrays along a new axis.
+pub fn stack(xs: &[NDArray], axis: i64) -> Result<NDArray> {
+    let first = xs.first().ok_or_else(|| Error::value("stack", "need at least one array"))?;
+    let ax = norm_axis("stack", axis, first.ndim() + 1)?;
+    for x in xs {
+        if x.shape() != first.shape() {
+            return Err(Error::shape("stack", &[first.shape(), x.shape()], "all input arrays must have the same shape"));
+        }
+    }
+    let ex: Vec<NDArray> = xs.iter().map(|x| expand_dims(x, ax as i64)).collect::<Result<_>>()?;
+    concat(&ex, ax as i64)
+}
+
+/// Elements `[begin, end)` along `axis` (a view when `axis` is 0, otherwise a copy).
+pub fn slice_axis(x: &NDArray, axis: i64, begin: i64, end: Option<i64>) -> Result<NDArray> {
+    let ax = norm_axis("slice_axis", axis, x.ndim())?;
+    let n = x.dims()[ax] as i64;
+    let fix = |v: i64| if v < 0 { (v + n).max(0) } else { v.min(n) };
+    let (b, e) = (fix(begin), fix(end.unwrap_or(n)));
+    if b > e {
+        return Err(Error::index("slice_axis", format!("begin {begin} > end {:?} on axis {ax} of shape {}", end, x.shape())));
+    }
+    slice_steps(x, &[(ax, b as usize, e as usize, 1)])
+}
+
+/// General strided slicing: `(axis, begin, end, step)` per sliced axis (positive steps
+/// with begin ≤ end, or negative steps with begin ≥ end, exclusive end as in Python).
+pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<NDArray> {
+    let nd = x.ndim();
+    let xs = x.shape().strides();
+    let mut od = x.dims().to_vec();
+    let mut strides: Vec<usize> = xs.to_vec();
+    let mut base: isize = 0;
+    let mut signed: Vec<isize> = xs.iter().map(|&s| s as isize).collect();
+    for &(ax, b, e, step) in spec {
+        let len = if step > 0 {
+            if e > b { (e - b).div_ceil(step as usize) } else { 0 }
+        } else if b > e {
+            (b - e).div_ceil((-step) as usize)
+        } else {
+            0
+        };
+        od[ax] = len;
+        base += b as isize * xs[ax] as isize;
+        signed[ax] = xs[ax] as isize * step as isize;
+    }
+    let oshape = Shape::new(&od);
+    // first-axis contiguous slice: a view
+    if spec.len() == 1 && spec[0].0 == 0 && spec[0].3 == 1 && !needs_record(&[x]) {
+        return Ok(x.view_as(oshape, base as usize));
+    }
+    let out = NDArray::empty(oshape.clone(), x.dtype(), x.ctx());
+    let dt = x.dtype();
+    if out.size() > 0 {
+        for s in strides.iter_mut() {
+            *s = 0;
+        }
+        let sg = signed.clone();
+        push_kernel("slice", vec![x.view()], vec![out.view()], move |k| {
+            with_dtype!(dt, T, {
+                let (i, o) = (k.input::<T>(0), k.output::<T>(0));
+                let dims = oshape.dims();
+                let mut idx = vec![0usize; nd];
+                for ov in o.iter_mut() {
+                    let mut p = base;
+                    for d in 0..nd {
+                        p += idx[d] as isize * sg[d];
+                    }
+                    *ov = i[p as usize];
+                    let mut d = nd;
+                    while d > 0 {
+                        d -= 1;
+                        idx[d] += 1;
+                        if idx[d] < dims[d] {
+                            break;
+                        }
+                        idx[d] = 0;
+                    }
+                }
+            });
+            Ok(())
+        });
+    }
+    if needs_record(&[x]) {
+        let (xshape, spec) = (x.shape().clone(), spec.to_vec());
+        let (xdt, xctx) = (x.dtype(), x.ctx());
+        record("slice", &[x], &[&out], Box::new(move |g| {
+            let z = ops::zeros(xshape.clone(), xdt, xctx);
+            slice_assign(&z, &spec, &g[0])?;
+            Ok(vec![Some(z)])
+        }));
+    }
+    Ok(out)
+}
+
+/// Writes `v` (broadcast) into the strided region of `dst` described by `spec`, in place.
+pub fn slice_assign(dst: &NDArray, spec: &[(usize, usize, usize, i64)], v: &NDArray) -> Result<()> {
+    let nd = dst.ndim();
+    let xs = dst.shape().strides();
+    let mut od = dst.dims().to_vec();
+    let mut base: isize = 0;
+    let mut signed: Vec<isize> = xs.iter().map(|&s| s as isize).collect();
+    for &(ax, b, e, step) in spec {
+        let len = if step > 0 {
+            if e > b { (e - b).div_ceil(step as usize) } else { 0 }
+        } else if b > e {
+            (b - e).div_ceil((-step) as usize)
+        } else {
+            0
+        };
+        od[ax] = len;
+        base += b as isize * xs[ax] as isize;
+        signed[ax] = xs[ax] as isize * step as isize;
+    }
+    let rshape = Shape::new(&od);
+    let vb = Shape::broadcast("_slice_assign", &rshape, v.shape())?;
+    if vb != rshape {
+        return Err(Error::shape("_slice_assign", &[&rshape, v.shape()], "value cannot be broadcast to the selected region"));
+    }
+    let v = if v.dtype() != dst.dtype() { ops::astype(v, dst.dtype())? } else { v.clone() };
+    let v = if v.shares_storage(dst) { ops::copy(&v)? } else { v };
+    if rshape.size() == 0 {
+        return Ok(());
+    }
+    let vs = v.shape().broadcast_strides(&rshape);
+    let dt = dst.dtype();
+    push_kernel("_slice_assign", vec![v.view()], vec![dst.view()], move |k| {
+        with_dtype!(dt, T, {
+            let (src, o) = (k.input::<T>(0), k.output::<T>(0));
+            let dims = rshape.dims();
+            let mut idx = vec![0usize; nd];
+            for _ in 0..rshape.size() {
+                let mut p = base;
+                let mut q = 0usize;
+                for d in 0..nd {
+                    p += idx[d] as isize * signed[d];
+                    q += idx[d] * vs[d];
+                }
+                o[p as usize] = src[q];
+                let mut d = nd;
+                while d > 0 {
+                    d -= 1;
+                    idx[d] += 1;
+                    if idx[d] < dims[d] {
+                        break;
+                    }
+                    idx[d] = 0;
+                }
+            }
+        });
+        Ok(())
+    });
+    Ok(())
+}
+
+/// Index handling mode of `take`/`pick`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IndexMode {
+    /// Clamp into range.
+    Clip,
+    /// Wrap around.
+    Wrap,
+    /// Fail (an engine error on the outputs, raised at the next read).
+    Raise,
+}
+
+impl IndexMode {
+    /// Parses `clip|wrap|raise`.
+    pub fn parse(s: &str) -> Result<Self> {
+        match s {
+            "clip" => Ok(IndexMode::Clip),
+            "wrap" => Ok(IndexMode::Wrap),
+            "raise" => Ok(IndexMode::Raise),
+            _ => Err(Error::value("take", format!("mode must be clip, wrap or raise, got '{s}'"))),
+        }
+    }
+    fn fix(self, op: &str, i: i64, n: usize) -> std::result::Result<usize, OpFailure> {
+        let n = n as i64;
+        match self {
+            IndexMode::Clip => Ok(i.clamp(0, (n - 1).max(0)) as usize),
+            IndexMode::Wrap => Ok(i.rem_euclid(n.max(1)) as usize),
+            IndexMode::Raise => {
+                let j = if i < 0 { i + n } else { i };
+                if j < 0 || j >= n {
+                    Err(OpFailure::new(ErrorKind::Index, format!("{op}: index {i} is out of bounds for axis with size {n}")))
+                } else {
+                    Ok(j as usize)
+                }
+            }
+        }
+    }
+}
+
+fn read_indices(k: &crate::storage::Kernel, i: usize) -> Vec<i64> {
+    let dt = k.in_dtype(i);
+    with_dtype!(dt, T, k.input::<T>(i).iter().map(|v| v.to_f64().floor() as i64).collect())
+}
+
+/// Gathers slices of `a` along `axis` at `indices`.
+pub fn take(a: &NDArray, indices: &NDArray, axis: i64, mode: IndexMode) -> Result<NDArray> {
+    let name = "take";
+    check_ctx(name, a, indices)?;
+    let ax = norm_axis(name, axis, a.ndim())?;
+    let n = a.dims()[ax];
+    if n == 0 && indices.size() > 0 {
+        return Err(Error::index(name, format!("cannot take from an empty axis of shape {}", a.shape())));
+    }
+    let mut od = a.dims()[..ax].to_vec();
+    od.extend_from_slice(indices.dims());
+    od.extend_from_slice(&a.dims()[ax + 1..]);
+    let outer: usize = a.dims()[..ax].iter().product();
+    let inner: usize = a.dims()[ax + 1..].iter().product();
+    let ni = indices.size();
+    let out = NDArray::empty(Shape::new(&od), a.dtype(), a.ctx());
+    let dt = a.dtype();
+    if out.size() > 0 {
+        push_kernel(name, vec![a.view(), indices.view()], vec![out.view()], move |k| {
+            let idx = read_indices(k, 1);
+            let fixed: Vec<usize> = idx.iter().map(|&i| mode.fix(name, i, n)).collect::<std::result::Result<_, _>>()?;
+            with_dtype!(dt, T, {
+                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
+                let body = |r: usize, orow: &mut [T]| {
+                    for (j, &f) in fixed.iter().enumerate() {
+                        let s = (r * n + f) * inner;
+                        orow[j * inner..(j + 1) * inner].copy_from_slice(&src[s..s + inner]);
+                    }
+                };
+                if outer * ni * inner >= 1 << 16 && outer > 1 {
+                    use rayon::prelude::*;
+                    o.par_chunks_mut(ni * inner).enumerate().for_each(|(r, c)| body(r, c));
+                } else {
+                    for (r, c) in o.chunks_mut((ni * inner).max(1)).enumerate() {
+                        body(r, c);
+                    }
+                }
+            });
+            Ok(())
+        });
+    }
+    if needs_record(&[a]) {
+        let (ac, ic) = (a.clone(), indices.clone());
+        record(name, &[a, indices], &[&out], Box::new(move |g| {
+            Ok(vec![Some(take_grad(&g[0], &ic, &ac, ax, mode)?), None])
+        }));
+    }
+    Ok(out)
+}
+
+fn take_grad(g: &NDArray, idx: &NDArray, a: &NDArray, ax: usize, mode: IndexMode) -> Result<NDArray> {
+    let z = ops::zeros(a.shape().clone(), g.dtype(), g.ctx());
+    let n = a.dims()[ax];
+    let outer: usize = a.dims()[..ax].iter().product();
+    let inner: usize = a.dims()[ax + 1..].iter().product();
+    let ni = idx.size();
+    let dt = g.dtype();
+    if z.size() > 0 && g.size() > 0 {
+        push_kernel("_backward_take", vec![g.view(), idx.view()], vec![z.view()], move |k| {
+            let ids = read_indices(k, 1);
+            let fixed: Vec<usize> = ids.iter().map(|&i| mode.fix("take", i, n)).collect::<std::result::Result<_, _>>()?;
+            with_dtype!(dt, T, {
+                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
+                for r in 0..outer {
+                    for (j, &f) in fixed.iter().enumerate() {
+                        let s = (r * ni + j) * inner;
+                        let d = (r * n + f) * inner;
+                        for t in 0..inner {
+                            o[d + t] = T::from_f64(o[d + t].to_f64() + src[s + t].to_f64());
+                        }
+                    }
+                }
+            });
+            Ok(())
+        });
+    }
+    Ok(z)
+}
+
+/// Picks one element per position along `axis` at `index` (MXNet `pick`).
+pub fn pick(data: &NDArray, index: &NDArray, axis: i64, keepdims: bool, mode: IndexMode) -> Result<NDArray> {
+    let name = "pick";
+    let ax = norm_axis(name, axis, data.ndim())?;
+    let mut kd = data.dims().to_vec();
+    kd[ax] = 1;
+    let mut rd = data.dims().to_vec();
+    rd.remove(ax);
+    if index.size() != kd.iter().product::<usize>() {
+        return Err(Error::shape(name, &[data.shape(), index.shape()], format!("index must have the shape of data without axis {ax}")));
+    }
+    let outer: usize = data.dims()[..ax].iter().product();
+    let n = data.dims()[ax];
+    let inner: usize = data.dims()[ax + 1..].iter().product();
+    let out = NDArray::empty(Shape::new(if keepdims { &kd } else { &rd }), data.dtype(), data.ctx());
+    let dt = data.dtype();
+    if out.size() > 0 {
+        push_kernel(name, vec![data.view(), index.view()], vec![out.view()], move |k| {
+            let ids = read_indices(k, 1);
+            with_dtype!(dt, T, {
+                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
+                for r in 0..outer {
+                    for t in 0..inner {
+                        let f = mode.fix(name, ids[r * inner + t], n)?;
+                        o[r * inner + t] = src[(r * n + f) * inner + t];
+                    }
+                }
+            });
+            Ok(())
+        });
+    }
+    if needs_record(&[data]) {
+        let (dc, ic) = (data.clone(), index.clone());
+        record(name, &[data, index], &[&out], Box::new(move |g| {
+            let oh = one_hot(&ic.view_as(Shape::new(&[outer, inner]), 0), n, 1.0, 0.0, dc.dtype())?;
+            // oh: (outer, inner, n) -> (outer, n, inner)
+            let oh = transpose(&oh, Some(&[0, 2, 1]))?;
+            let g3 = g[0].view_as(Shape::new(&[outer, 1, inner]), 0);
+            let r = ops::mul(&oh, &g3)?;
+            Ok(vec![Some(r.view_as(dc.shape().clone(), 0)), None])
+        }));
+    }
+    Ok(out)
+}
+
+/// One-hot encoding: output shape `indices.shape + (depth,)`.
+pub fn one_hot(indices: &NDArray, depth: usize, on: f64, off: f64, dtype: DType) -> Result<NDArray> {
+    let mut od = indices.dims().to_vec();
+    od.push(depth);
+    let out = NDArray::empty(Shape::new(&od), dtype, indices.ctx());
+    if out.size() > 0 {
+        push_kernel("one_hot", vec![indices.view()], vec![out.view()], move |k| {
+            let ids = read_indices(k, 0);
+            with_dtype!(dtype, T, {
+                let o = k.output::<T>(0);
+                o.fill(T::from_f64(off));
+                for (r, &i) in ids.iter().enumerate() {
+                    if i >= 0 && (i as usize) < depth {
+                        o[r * depth + i as usize] = T::from_f64(on);
+                    }
+                }
+            });
+            Ok(())
+        });
+    }
+    Ok(out)
+}
+
+/// `cond ? x : y`, broadcasting all three.
+pub fn where_(cond: &NDArray, x: &NDArray, y: &NDArray) -> Result<NDArray> {
+    let name = "where";
+    let s = Shape::broadcast(name, &Shape::broadcast(name, cond.shape(), x.shape())?, y.shape())?;
+    let c = ops::scalar(BinOp::Ne, &ops::astype(cond, x.dtype())?, 0.0)?;
+    let cb = broadcast_to(&c.detach(), s.clone())?;
+    let notc = ops::scalar_r(BinOp::Sub, &cb, 1.0)?;
+    let xb = ops::mul(&broadcast_to(x, s.clone())?, &cb)?;
+    let y = if y.dtype() != x.dtype() { ops::astype(y, x.dtype())? } else { y.clone() };
+    let yb = ops::mul(&broadcast_to(&y, s)?, &notc)?;
+    // select rather than add, so inf/nan in the unselected branch do not leak
+    let out = NDArray::empty(xb.shape().clone(), xb.dtype(), xb.ctx());
+    let dt = out.dtype();
+    push_kernel(name, vec![cb.view(), xb.view(), yb.view()], vec![out.view()], move |k| {
+        with_dtype!(dt, T, {
+            let (c, a, b, o) = (k.input::<T>(0), k.input::<T>(1), k.input::<T>(2), k.output::<T>(3 - 3));
+            for i in 0..o.len() {
+                o[i] = if c[i].to_f64() != 0.0 { a[i] } else { b[i] };
+            }
+        });
+        Ok(())
+    });
+    if needs_record(&[&xb, &yb]) {
+        record(name, &[&xb, &yb], &[&out], Box::new(|g| Ok(vec![Some(g[0].clone()), Some(g[0].clone())])));
+    }
+    Ok(out)
+}
+
+/// Clips into `[lo, hi]`.
+pub fn clip(x: &NDArray, lo: f64, hi: f64) -> Result<NDArray> {
+    let out = ops::scalar(BinOp::Min, &ops::scalar(BinOp::Max, &x.detach(), lo)?.detach(), hi)?.detach();
+    if needs_record(&[x]) {
+        let xc = x.clone();
+        record("clip", &[x], &[&out], Box::new(move |g| {
+            let m = ops::mul(&ops::scalar(BinOp::Ge, &xc, lo)?, &ops::scalar(BinOp::Le, &xc, hi)?)?;
+            Ok(vec![Some(ops::mul(&g[0], &m)?)])
+        }));
+    }
+    Ok(out)
+}

@@ -1,0 +1,11 @@
+//! Storage: aligned buffers, the size-class pool, and the one place where a
+//! kernel is handed typed slices of them.
+
+mod pool;
+mod gemm;
+mod raw;
+
+pub use gemm::{matmul, GemmElem};
+pub use pool::{pool_stats, release_pool, PoolStats};
+pub use raw::{call_site, set_call_site, Kernel};
+pub(crate) use raw::{push_copy_out, push_kernel, Chunk, View};

@@ -1,0 +1,213 @@
+//! Raw buffers and typed access to them from inside engine operations.
+//!
+//! # Safety argument
+//!
+//! This module holds the crate's `unsafe` code (apart from allocation in
+//! `pool.rs`). A [`Chunk`] owns one 64-byte aligned allocation and the engine
+//! variable that guards it. Typed slices of a chunk are only ever created by
+//! [`Kernel`], and a `Kernel` is only ever constructed by [`push_kernel`]
+//! *inside the closure the engine runs* for an operation that declared every
+//! input chunk's var as read and every output chunk's var as written. The
+//! engine's ordering rule then guarantees, for the whole time the closure runs:
+//!
+//! * no other operation writes any input or output chunk (writes are
+//!   exclusive), and
+//! * no other operation reads an output chunk.
+//!
+//! Within one operation, `push_kernel` rejects outputs that overlap an input
+//! or another output in memory, and `Kernel::output` hands each output out at
+//! most once, so the `&mut [T]` it returns is unique. Element types are checked
+//! against the view's dtype, and buffers are 64-byte aligned with views at
+//! element-multiple offsets, so every cast is aligned and in bounds.
+//! Reading a chunk outside an operation is not possible through this API.
+
+use super::pool::{self, size_class};
+use crate::dtype::{DType, Elem};
+use crate::Context;
+use ferromx_engine::{Engine, Op, OpFailure, Var};
+use std::cell::Cell;
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+/// One allocation plus the engine variable guarding it.
+pub(crate) struct Chunk {
+    pub(crate) var: Var,
+    ptr: NonNull<u8>,
+    class: usize,
+    pub(crate) _bytes: usize,
+    pub(crate) ctx: Context,
+}
+
+// SAFETY: the buffer is only accessed through `Kernel`, whose accesses the
+// engine serialises (see the module docs); the pointer itself is plain data.
+unsafe impl Send for Chunk {}
+// SAFETY: as above; shared references never touch the buffer directly.
+unsafe impl Sync for Chunk {}
+
+impl Chunk {
+    /// A chunk of `bytes` bytes (contents unspecified until an op writes it).
+    pub(crate) fn new(bytes: usize, ctx: Context) -> Arc<Chunk> {
+        let class = size_class(bytes);
+        let ptr = pool::take(class);
+        Arc::new(Chunk { var: Engine::global().new_var(), ptr, class, _bytes: bytes, ctx })
+    }
+
+    /// A chunk initialised from bytes on the calling thread. The chunk is new,
+    /// so no operation can reference it yet.
+    pub(crate) fn from_bytes(src: &[u8], ctx: Context) -> Arc<Chunk> {
+        let c = Chunk::new(src.len(), ctx);
+        if !src.is_empty() {
+            // SAFETY: the chunk was just created, nothing else can reference it;
+            // it has room for `src.len()` bytes and does not overlap `src`.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), c.ptr.as_ptr(), src.len()) };
+        }
+        c
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        pool::give(self.ptr, self.class);
+    }
+}
+
+/// What an operation captures of an array: chunk, element offset, length, dtype.
+#[derive(Clone)]
+pub(crate) struct View {
+    pub(crate) chunk: Arc<Chunk>,
+    pub(crate) offset: usize,
+    pub(crate) len: usize,
+    pub(crate) dtype: DType,
+}
+
+impl View {
+    fn byte_range(&self) -> (usize, usize) {
+        let s = self.offset * self.dtype.size();
+        (s, s + self.len * self.dtype.size())
+    }
+    fn overlaps(&self, o: &View) -> bool {
+        if !Arc::ptr_eq(&self.chunk, &o.chunk) {
+            return false;
+        }
+        let (a0, a1) = self.byte_range();
+        let (b0, b1) = o.byte_range();
+        a0 < b1 && b0 < a1 && a1 > a0 && b1 > b0
+    }
+}
+
+/// Typed access to an operation's inputs and outputs while it runs.
+pub struct Kernel<'a> {
+    ins: &'a [View],
+    outs: &'a [View],
+    taken: Cell<u64>,
+}
+
+impl<'a> Kernel<'a> {
+    /// The `i`-th input as a slice of `T` (panics, becoming an op error, on a dtype mismatch).
+    pub fn input<T: Elem>(&self, i: usize) -> &'a [T] {
+        let v = &self.ins[i];
+        assert_eq!(v.dtype, T::DTYPE, "kernel read input {i} with the wrong element type");
+        if v.len == 0 {
+            return &[];
+        }
+        // SAFETY: see the module docs: the engine forbids concurrent writers
+        // of this chunk while the op runs; the range is in bounds and aligned.
+        unsafe { std::slice::from_raw_parts(v.chunk.ptr.as_ptr().cast::<T>().add(v.offset), v.len) }
+    }
+
+    /// The `i`-th output as a mutable slice of `T`; each output can be taken once.
+    pub fn output<T: Elem>(&self, i: usize) -> &'a mut [T] {
+        let v = &self.outs[i];
+        assert_eq!(v.dtype, T::DTYPE, "kernel wrote output {i} with the wrong element type");
+        let bit = 1u64 << i;
+        assert!(self.taken.get() & bit == 0, "kernel took output {i} twice");
+        self.taken.set(self.taken.get() | bit);
+        if v.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: see the module docs: the op holds exclusive write access to
+        // this chunk, outputs do not overlap inputs or each other, and this
+        // output is handed out only once.
+        unsafe { std::slice::from_raw_parts_mut(v.chunk.ptr.as_ptr().cast::<T>().add(v.offset), v.len) }
+    }
+
+    /// Dtype of input `i`.
+    pub fn in_dtype(&self, i: usize) -> DType {
+        self.ins[i].dtype
+    }
+
+    /// Copies input `i`'s bytes to `dst`.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of the input's byte length and must not
+    /// be accessed by anyone else until the operation completes.
+    pub(crate) unsafe fn copy_input_to(&self, i: usize, dst: *mut u8) {
+        let v = &self.ins[i];
+        let (s, e) = v.byte_range();
+        if e > s {
+            // SAFETY: the source range is in bounds and not written concurrently
+            // (module docs); the caller guarantees `dst`.
+            unsafe { std::ptr::copy_nonoverlapping(v.chunk.ptr.as_ptr().add(s), dst, e - s) };
+        }
+    }
+}
+
+thread_local! {
+    static CALL_SITE: std::cell::RefCell<Option<Arc<str>>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Sets the call-site label attached to ops pushed from this thread (the
+/// Python frontend sets `file.py:line` before each call).
+pub fn set_call_site(label: Option<Arc<str>>) {
+    CALL_SITE.with(|c| *c.borrow_mut() = label);
+}
+
+/// The current call-site label of this thread.
+pub fn call_site() -> Option<Arc<str>> {
+    CALL_SITE.with(|c| c.borrow().clone())
+}
+
+/// Pushes a kernel reading `ins` and writing `outs` to the engine.
+///
+/// `detail` is computed only when a profiler listens (shapes for the trace).
+pub(crate) fn push_kernel(
+    name: &'static str,
+    ins: Vec<View>,
+    outs: Vec<View>,
+    f: impl FnOnce(&Kernel) -> Result<(), OpFailure> + Send + 'static,
+) {
+    for (i, o) in outs.iter().enumerate() {
+        let bad = ins.iter().any(|x| x.overlaps(o)) || outs[..i].iter().any(|x| x.overlaps(o));
+        assert!(!bad, "{name}: an output overlaps an input or another output (internal error)");
+    }
+    assert!(outs.len() <= 64, "{name}: too many outputs");
+    let device = outs.first().or(ins.first()).map(|v| v.chunk.ctx).unwrap_or_default();
+    let bytes: usize = outs.iter().map(|v| v.len * v.dtype.size()).sum();
+    let reads: Vec<Var> = ins.iter().map(|v| v.chunk.var.clone()).collect();
+    let writes: Vec<Var> = outs.iter().map(|v| v.chunk.var.clone()).collect();
+    let op = Op::new(name, move || {
+        let k = Kernel { ins: &ins, outs: &outs, taken: Cell::new(0) };
+        f(&k)
+    })
+    .reads(&reads)
+    .writes(&writes)
+    .device(device)
+    .bytes(bytes as u64)
+    .label(call_site());
+    Engine::global().push(op);
+}
+
+/// Pushes an op that copies `view` into caller memory at `dst`, keeping
+/// `keepalive` alive until it has run. Returns the var to wait on.
+///
+/// # Safety
+/// `dst` must be valid for `view.len * dtype.size()` bytes until the op has
+/// run; `keepalive` should own it.
+pub(crate) unsafe fn push_copy_out(view: View, dst: usize, keepalive: Box<dyn std::any::Any + Send>) {
+    push_kernel("copy_to_host", vec![view], vec![], move |k| {
+        // SAFETY: forwarded from the caller's contract.
+        unsafe { k.copy_input_to(0, dst as *mut u8) };
+        drop(keepalive);
+        Ok(())
+    });
+}

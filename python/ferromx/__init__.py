@@ -1,0 +1,40 @@
+"""ferromx: Apache MXNet's imperative model (async NDArray engine, autograd, Gluon) in Rust.
+
+Change ``import mxnet as mx`` to ``import ferromx as mx``.
+"""
+
+__version__ = "0.1.0"
+
+from . import _native  # noqa: F401
+from . import base
+from .base import MXNetError
+from . import context
+from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
+from . import ndarray
+from . import ndarray as nd
+from . import autograd
+from . import engine
+from . import random
+from . import profiler
+from . import numpy as np  # noqa: F401
+from . import numpy_extension
+from . import numpy_extension as npx
+from . import util
+
+try:  # the pure-Python layers
+    from . import initializer
+    from . import initializer as init
+    from . import optimizer
+    from . import lr_scheduler
+    from . import metric
+    from . import gluon
+    from . import test_utils
+except ImportError as _e:  # pragma: no cover - only while those layers are being written
+    import warnings as _w
+
+    _w.warn(f"ferromx: part of the Python layer failed to import: {_e}")
+
+
+def waitall():
+    """Blocks until all pushed work is done; raises the first engine error."""
+    _native.waitall()

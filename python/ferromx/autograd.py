@@ -1,0 +1,158 @@
+"""``ferromx.autograd``: recording, backward, custom functions (MXNet's interface).
+
+The tape lives in Rust; ``backward()`` pushes gradient operators to the engine
+and returns as soon as they are pushed.
+"""
+
+from contextlib import contextmanager
+
+from . import _native
+from .ndarray import NDArray
+
+__all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
+           "backward", "grad", "mark_variables", "set_recording", "set_training", "Function"]
+
+
+def set_recording(is_recording):  # noqa: F811 - MXNet's name
+    """Sets recording; returns the previous state."""
+    return _native.set_recording(bool(is_recording))
+
+
+def set_training(train_mode):  # noqa: F811
+    """Sets training mode; returns the previous state."""
+    return _native.set_training(bool(train_mode))
+
+
+def is_recording():
+    """Whether operations are being recorded."""
+    return _native.is_recording()
+
+
+def is_training():
+    """Whether in training mode (Dropout active)."""
+    return _native.is_training()
+
+
+class _Scope:
+    def __init__(self, recording, training):
+        self._rec, self._train = recording, training
+        self._prev = None
+
+    def __enter__(self):
+        prev_r = _native.set_recording(self._rec) if self._rec is not None else None
+        prev_t = _native.set_training(self._train) if self._train is not None else None
+        self._prev = (prev_r, prev_t)
+        return self
+
+    def __exit__(self, *exc):
+        prev_r, prev_t = self._prev
+        if self._rec is not None:
+            _native.set_recording(prev_r)
+        if self._train is not None:
+            _native.set_training(prev_t)
+
+
+def record(train_mode=True):  # noqa: F811
+    """Records operations for differentiation (and sets training mode)."""
+    return _Scope(True, train_mode)
+
+
+def pause(train_mode=False):  # noqa: F811
+    """Stops recording inside a ``record()`` block."""
+    return _Scope(False, train_mode)
+
+
+def train_mode():  # noqa: F811
+    """Training mode without changing recording."""
+    return _Scope(None, True)
+
+
+def predict_mode():
+    """Inference mode without changing recording."""
+    return _Scope(None, False)
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # noqa: F811
+    """Backpropagates from ``heads`` into the ``.grad`` of marked variables."""
+    heads = _as_list(heads)
+    hg = _as_list(head_grads) or [None] * len(heads)
+    _native.backward(heads, hg, retain_graph, False, train_mode)
+
+
+def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
+         train_mode=True):  # noqa: F811
+    """Gradients of ``heads`` with respect to ``variables`` (returned, not stored)."""
+    heads = _as_list(heads)
+    single = isinstance(variables, NDArray)
+    variables = _as_list(variables)
+    hg = _as_list(head_grads) or [None] * len(heads)
+    if retain_graph is None:
+        retain_graph = create_graph
+    res = _native.backward(heads, hg, retain_graph, create_graph, train_mode, variables)
+    from .ndarray import zeros_like
+
+    res = [r if r is not None else zeros_like(v) for r, v in zip(res, variables)]
+    return res[0] if single else res
+
+
+def mark_variables(variables, gradients, grad_reqs="write"):
+    """Marks arrays as variables whose gradients go into ``gradients``."""
+    variables = _as_list(variables)
+    gradients = _as_list(gradients)
+    if isinstance(grad_reqs, str):
+        grad_reqs = [grad_reqs] * len(variables)
+    _native.mark_variables(variables, gradients, list(grad_reqs))
+
+
+def get_symbol(x):
+    """Not supported: ferromx has no symbolic graph."""
+    raise NotImplementedError("ferromx has no Symbol API; use hybridize()-free imperative code")
+
+
+class Function:
+    """Custom differentiable function: override ``forward`` and ``backward``.
+
+    ``forward`` runs with recording paused; its outputs are connected to the
+    inputs through a node whose gradient calls ``backward`` with the output
+    gradients (which must return one gradient per input).
+    """
+
+    def __init__(self):
+        self._saved = ()
+
+    def save_for_backward(self, *args):
+        """Keeps arrays for ``backward``."""
+        self._saved = args
+
+    @property
+    def saved_tensors(self):
+        """Arrays kept by ``save_for_backward``."""
+        return self._saved
+
+    def forward(self, *inputs):
+        """Computes outputs (override)."""
+        raise NotImplementedError
+
+    def backward(self, *output_grads):
+        """Computes input gradients (override)."""
+        raise NotImplementedError
+
+    def __call__(self, *inputs):
+        with pause():
+            outputs = self.forward(*inputs)
+        single = isinstance(outputs, NDArray)
+        outs = [outputs] if single else list(outputs)
+        if is_recording():
+            _native.record_custom(list(inputs), outs, self._backward_bridge)
+        return outputs
+
+    def _backward_bridge(self, *grads):
+        with pause():
+            res = self.backward(*grads)
+        return [res] if isinstance(res, NDArray) else list(res)

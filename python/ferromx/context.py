@@ -1,0 +1,99 @@
+"""Device contexts (MXNet's ``mxnet.context``)."""
+
+import threading
+
+from .base import MXNetError
+
+__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus"]
+
+
+class Context:
+    """A device: ``cpu(i)``, ``cpu_pinned(i)`` or ``gpu(i)``.
+
+    Usable as a context manager to set the default context of new arrays.
+    There is no GPU backend yet: arrays cannot be created on ``gpu(i)``.
+    """
+
+    _local = threading.local()
+    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned"}
+    devstr2type = {"cpu": 1, "gpu": 2, "cpu_pinned": 3}
+
+    def __init__(self, device_type, device_id=0):
+        if isinstance(device_type, Context):
+            device_type, device_id = device_type.device_type, device_type.device_id
+        if device_type not in self.devstr2type:
+            raise ValueError(f"unknown device type {device_type!r}")
+        self.device_type = device_type
+        self.device_id = int(device_id)
+        self._old = None
+
+    @property
+    def device_typeid(self):
+        """MXNet's numeric device type."""
+        return self.devstr2type[self.device_type]
+
+    def __str__(self):
+        return f"{self.device_type}({self.device_id})"
+
+    __repr__ = __str__
+
+    def __eq__(self, other):
+        return (
+            isinstance(other, Context)
+            and self.device_type == other.device_type
+            and self.device_id == other.device_id
+        )
+
+    def __hash__(self):
+        return hash((self.device_type, self.device_id))
+
+    def __enter__(self):
+        self._old = current_context()
+        Context._local.value = self
+        return self
+
+    def __exit__(self, *exc):
+        Context._local.value = self._old
+
+    def _check(self):
+        if self.device_type == "gpu":
+            raise MXNetError(
+                f"{self}: ferromx has no GPU backend yet (num_gpus() is 0); use mx.cpu()"
+            )
+        return str(self)
+
+    def empty_cache(self):
+        """No-op on CPU."""
+
+
+def cpu(device_id=0):
+    """The CPU context ``cpu(device_id)``; each id has its own engine worker pool."""
+    return Context("cpu", device_id)
+
+
+def cpu_pinned(device_id=0):
+    """Pinned host memory context."""
+    return Context("cpu_pinned", device_id)
+
+
+def gpu(device_id=0):
+    """A GPU context. Creating arrays on it raises ``MXNetError``: no GPU backend exists yet."""
+    return Context("gpu", device_id)
+
+
+def num_gpus():
+    """Number of GPUs usable (always 0)."""
+    return 0
+
+
+def current_context():
+    """The default context (``cpu(0)`` unless changed with ``with ctx:``)."""
+    return getattr(Context._local, "value", None) or Context("cpu", 0)
+
+
+def _ctx_str(ctx):
+    if ctx is None:
+        return current_context()._check()
+    if isinstance(ctx, str):
+        ctx = Context(ctx.split("(")[0], int(ctx.split("(")[1].rstrip(")")) if "(" in ctx else 0)
+    return ctx._check()

@@ -1,0 +1,20 @@
+"""Gluon: the high-level training interface (``mx.gluon``), following MXNet 1.9.1."""
+
+from . import data, loss, nn, utils
+from .block import Block, HybridBlock
+from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
+from .trainer import Trainer
+
+__all__ = [
+    "Block",
+    "Constant",
+    "DeferredInitializationError",
+    "HybridBlock",
+    "Parameter",
+    "ParameterDict",
+    "Trainer",
+    "data",
+    "loss",
+    "nn",
+    "utils",
+]

@@ -1,0 +1,329 @@
+"""``ferromx.nd``: MXNet's NDArray API.
+
+Operator functions are generated from the native operator table (each
+operator's input and attribute names, in MXNet's positional order), plus
+hand-written helpers where MXNet's Python layer does more than call one
+operator (scalar handling, ``out=``, creation routines).
+"""
+
+import numpy as np
+
+from .. import _native
+from ..context import Context, _ctx_str, current_context
+from . import ndarray as _nd_mod
+from .ndarray import NDArray, array, empty, invoke, _dtype_name, AsyncCopy
+
+_OPS = {name: (inputs, attrs) for name, inputs, attrs in _native.op_table()}
+
+_UNARY = [
+    "negative", "abs", "sign", "square", "relu", "sqrt", "rsqrt", "cbrt", "exp", "expm1", "log",
+    "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
+    "tanh", "arcsinh", "arccosh", "arctanh", "floor", "ceil", "round", "rint", "fix", "trunc",
+    "reciprocal", "sigmoid", "softsign", "erf", "gamma", "gammaln", "logical_not", "degrees",
+    "radians",
+]
+_REDUCE = ["sum", "mean", "prod", "max", "min", "nansum", "nanprod"]
+_BINARY = {
+    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "modulo": "mod",
+    "power": "pow", "maximum": "maximum", "minimum": "minimum", "hypot": "hypot",
+    "equal": "equal", "not_equal": "not_equal", "greater": "greater",
+    "greater_equal": "greater_equal", "lesser": "lesser", "lesser_equal": "lesser_equal",
+    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
+}
+
+
+def _finish(res, out):
+    """Handles MXNet's ``out=`` argument: copy the result into ``out`` and return it."""
+    if out is None:
+        return res
+    if isinstance(out, NDArray) and isinstance(res, NDArray):
+        if out is not res:
+            if out.shape != res.shape:
+                raise ValueError(f"out= has shape {out.shape}, result has {res.shape}")
+            out._slice_assign([], res)
+        return out
+    return res
+
+
+def _make_op(name, inputs, attrs, public):
+    variadic = bool(inputs) and inputs[0].startswith("*")
+
+    def fn(*args, out=None, name=None, **kwargs):  # noqa: ARG001 - `name` as in MXNet
+        args = list(args)
+        if variadic:
+            arrs = [a for a in args if isinstance(a, NDArray)]
+            if len(arrs) == 1 and isinstance(args[0], (list, tuple)):
+                arrs = list(args[0])
+            if args and isinstance(args[0], (list, tuple)):
+                arrs, rest = list(args[0]), args[1:]
+            else:
+                rest = [a for a in args if not isinstance(a, NDArray)]
+            ins = arrs
+        else:
+            ins, rest = [], []
+            for i, a in enumerate(args):
+                if i < len(inputs):
+                    ins.append(a)
+                else:
+                    rest.append(a)
+            for nm in inputs[len(ins):]:
+                ins.append(kwargs.pop(nm, None))
+            for a in ins:
+                if a is not None and not isinstance(a, NDArray):
+                    raise TypeError(
+                        f"{public}: input must be an NDArray, got {type(a).__name__}"
+                    )
+        for nm, v in zip(attrs, rest):
+            kwargs[nm] = v
+        for k in ("ctx",):
+            if k in kwargs or k in attrs:
+                kwargs[k] = _ctx_str(kwargs.get(k))
+        if "dtype" in kwargs and kwargs["dtype"] is not None:
+            kwargs["dtype"] = _dtype_name(kwargs["dtype"])
+        return _finish(invoke(name_, ins, **kwargs), out)
+
+    name_ = name
+    fn.__name__ = public
+    fn.__doc__ = f"``{public}({', '.join(inputs + attrs)})`` — runs on the engine."
+    return fn
+
+
+_g = globals()
+for _name, (_inputs, _attrs) in _OPS.items():
+    if not _name.startswith("_"):
+        _g[_name] = _make_op(_name, list(_inputs), list(_attrs), _name)
+
+
+def _unary_fn(op):
+    def fn(data, out=None, name=None):  # noqa: ARG001
+        return _finish(invoke("_unary", [data], op=op), out)
+
+    fn.__name__ = op
+    fn.__doc__ = f"Elementwise ``{op}`` (runs on the engine)."
+    return fn
+
+
+for _u in _UNARY:
+    _g[_u] = _unary_fn(_u)
+
+
+def _reduce_fn(op):
+    def fn(data, axis=None, keepdims=False, exclude=False, out=None, name=None):  # noqa: ARG001
+        return _finish(invoke("_reduce", [data], op=op, axis=axis, keepdims=keepdims,
+                              exclude=exclude), out)
+
+    fn.__name__ = op
+    fn.__doc__ = f"``{op}`` over ``axis`` (int or tuple, negative allowed; None: all)."
+    return fn
+
+
+for _r in _REDUCE:
+    _g[_r] = _reduce_fn(_r)
+
+
+def _binary_fn(public, op):
+    def fn(lhs, rhs, out=None, name=None):  # noqa: ARG001
+        if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
+            return _finish(invoke("_binary", [lhs, rhs], op=op), out)
+        if isinstance(lhs, NDArray):
+            return _finish(invoke("_scalar", [lhs], op=op, scalar=float(rhs), reverse=False), out)
+        if isinstance(rhs, NDArray):
+            return _finish(invoke("_scalar", [rhs], op=op, scalar=float(lhs), reverse=True), out)
+        return array(getattr(np, public if public != "modulo" else "mod")(lhs, rhs))
+
+    fn.__name__ = public
+    fn.__doc__ = f"Broadcasting ``{public}``; either side may be a scalar."
+    return fn
+
+
+for _pub, _op in _BINARY.items():
+    _g[_pub] = _binary_fn(_pub, _op)
+    _g["broadcast_" + ("sub" if _pub == "subtract" else "mul" if _pub == "multiply" else
+                       "div" if _pub == "divide" else "mod" if _pub == "modulo" else
+                       _pub)] = _g[_pub]
+    _g["elemwise_" + ("sub" if _pub == "subtract" else "mul" if _pub == "multiply" else
+                      "div" if _pub == "divide" else _pub)] = _g[_pub]
+broadcast_plus = add
+broadcast_minus = subtract
+broadcast_lesser = lesser  # noqa: F821 - generated above
+mod = modulo  # noqa: F821
+softrelu = _unary_fn("softrelu")
+
+
+# ----------------------------------------------------------------------------- creation
+
+
+def _shape(shape):
+    if isinstance(shape, int):
+        return (shape,)
+    return tuple(shape)
+
+
+def zeros(shape, ctx=None, dtype=None, **kwargs):
+    """Zeros of ``shape``."""
+    return invoke("_zeros", [], shape=_shape(shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
+
+
+def ones(shape, ctx=None, dtype=None, **kwargs):
+    """Ones of ``shape``."""
+    return invoke("_ones", [], shape=_shape(shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
+
+
+def full(shape, val, ctx=None, dtype=None, out=None):
+    """``val`` everywhere."""
+    res = invoke("_full", [], shape=_shape(shape), value=float(val), ctx=_ctx_str(ctx),
+                 dtype=_dtype_name(dtype))
+    return _finish(res, out)
+
+
+def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, ctx=None, dtype=None):
+    """MXNet ``arange`` (values repeated ``repeat`` times)."""
+    return invoke("_arange", [], start=float(start), stop=None if stop is None else float(stop),
+                  step=float(step), repeat=int(repeat), ctx=_ctx_str(ctx),
+                  dtype=_dtype_name(dtype))
+
+
+def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
+    """``num`` evenly spaced values."""
+    return invoke("_linspace", [], start=float(start), stop=float(stop), num=int(num),
+                  endpoint=bool(endpoint), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
+
+
+def eye(N, M=0, k=0, ctx=None, dtype=None):
+    """2-d array with ones on diagonal ``k``."""
+    return invoke("_eye", [], N=int(N), M=int(M), k=int(k), ctx=_ctx_str(ctx),
+                  dtype=_dtype_name(dtype))
+
+
+def full_like(data, fill_value, out=None):
+    """``fill_value`` with the shape, dtype and context of ``data`` (MXNet lacks this; NumPy has it)."""
+    return _finish(invoke("full_like", [data], fill_value=float(fill_value)), out)
+
+
+def concat(*data, dim=1, out=None, name=None):  # noqa: ARG001
+    """Joins arrays along ``dim``."""
+    if len(data) == 1 and isinstance(data[0], (list, tuple)):
+        data = data[0]
+    return _finish(invoke("concat", list(data), dim=dim), out)
+
+
+def stack(*data, axis=0, out=None, name=None):  # noqa: ARG001
+    """Joins arrays along a new ``axis``."""
+    if len(data) == 1 and isinstance(data[0], (list, tuple)):
+        data = data[0]
+    return _finish(invoke("stack", list(data), axis=axis), out)
+
+
+def split(data, num_outputs, axis=1, squeeze_axis=False):
+    """Splits into ``num_outputs`` equal parts (a list, or one array when ``num_outputs == 1``)."""
+    res = invoke("split", [data], num_outputs=num_outputs, axis=axis, squeeze_axis=squeeze_axis)
+    return res
+
+
+def split_v2(data, indices_or_sections, axis=0, squeeze_axis=False):
+    """Splits at indices (or into equal sections), like ``numpy.split``."""
+    n = data.shape[axis]
+    if isinstance(indices_or_sections, int):
+        if n % indices_or_sections:
+            raise ValueError(f"split_v2: axis of size {n} does not divide into {indices_or_sections}")
+        step = n // indices_or_sections
+        bounds = list(range(0, n + 1, step))
+    else:
+        bounds = [0] + list(indices_or_sections) + [n]
+    parts = [slice_axis(data, axis=axis, begin=b, end=e)  # noqa: F821
+             for b, e in zip(bounds[:-1], bounds[1:])]
+    if squeeze_axis:
+        parts = [p.squeeze(axis=axis) if p.shape[axis] == 1 else p for p in parts]
+    return parts
+
+
+def pad(data, mode="constant", pad_width=None, constant_value=0.0, out=None):
+    """Pads any rank (MXNet: 4-D/5-D only) in 'constant', 'edge' or 'reflect' mode.
+
+    ``pad_width`` is MXNet's flat tuple: (before_0, after_0, before_1, after_1, ...).
+    """
+    if pad_width is None or len(pad_width) != 2 * data.ndim:
+        raise ValueError(f"pad: pad_width must have 2*ndim={2 * data.ndim} entries, got {pad_width}")
+    res = data
+    for ax in range(data.ndim):
+        b, a = int(pad_width[2 * ax]), int(pad_width[2 * ax + 1])
+        if b < 0 or a < 0:
+            raise ValueError("pad: widths must be non-negative")
+        if b == 0 and a == 0:
+            continue
+        n = res.shape[ax]
+        if mode == "constant":
+            parts = []
+            if b:
+                s = list(res.shape)
+                s[ax] = b
+                parts.append(full(s, constant_value, ctx=res.context, dtype=res.dtype))
+            parts.append(res)
+            if a:
+                s = list(res.shape)
+                s[ax] = a
+                parts.append(full(s, constant_value, ctx=res.context, dtype=res.dtype))
+            res = concat(*parts, dim=ax)
+        elif mode in ("edge", "reflect"):
+            if mode == "reflect" and (b >= n or a >= n):
+                raise ValueError(f"pad: reflect width must be smaller than the axis size {n}")
+            if mode == "edge":
+                idx = [0] * b + list(range(n)) + [n - 1] * a
+            else:
+                idx = list(range(b, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - a, -1))
+            res = take(res, array(idx, dtype="int64", ctx=res.context), axis=ax)  # noqa: F821
+        else:
+            raise ValueError(f"pad: unknown mode {mode!r} (constant, edge, reflect)")
+    return _finish(res, out)
+
+
+def waitall():
+    """Blocks until every pushed operation has finished; raises the first error."""
+    _native.waitall()
+
+
+def load(fname):
+    """Loads arrays saved by :func:`save` (a dict or list)."""
+    with np.load(fname, allow_pickle=False) as f:
+        keys = list(f.keys())
+        if keys and all(k.startswith("__list__") for k in keys):
+            return [array(f[k]) for k in sorted(keys, key=lambda k: int(k[8:]))]
+        return {k: array(f[k]) for k in keys}
+
+
+def save(fname, data):
+    """Saves a list or dict of NDArrays (NumPy ``.npz`` format)."""
+    if isinstance(data, NDArray):
+        data = [data]
+    if isinstance(data, dict):
+        arrs = {k: v.asnumpy() for k, v in data.items()}
+    else:
+        arrs = {f"__list__{i}": v.asnumpy() for i, v in enumerate(data)}
+    with open(fname, "wb") as f:
+        np.savez(f, **arrs)
+
+
+def from_numpy(ndarray, zero_copy=False):
+    """Copies a NumPy array into an NDArray."""
+    return array(ndarray, dtype=ndarray.dtype)
+
+
+def softmax_cross_entropy(data, label, out=None, name=None):  # noqa: ARG001
+    """Sum over the batch of the cross-entropy of ``softmax(data)`` at ``label`` (shape (1,))."""
+    return _finish(invoke("softmax_cross_entropy", [data, label]), out)
+
+
+def smooth_l1(data, scalar=1.0, out=None, name=None):  # noqa: ARG001
+    """Smooth L1: ``0.5 (σx)² / σ... `` as MXNet's ``smooth_l1``."""
+    s2 = float(scalar) ** 2
+    a = abs(data)
+    quad = 0.5 * s2 * data * data
+    lin = a - 0.5 / s2
+    mask = a < (1.0 / s2)
+    return _finish(where(mask, quad, lin), out)  # noqa: F821
+
+
+from . import random, linalg, contrib  # noqa: E402
+from ._fluent import install as _install_fluent  # noqa: E402
+
+_install_fluent(globals())

@@ -1,0 +1,500 @@
+"""The NDArray class.
+
+``NDArray`` is the native class from ``ferromx._native``; its arithmetic,
+shape, autograd and waiting methods are implemented in Rust. This module adds
+the Python-side methods (conversion to NumPy, printing, indexing, fluent
+operator methods) to that same class, so every array an operator returns is a
+complete ``NDArray`` with no wrapping cost.
+"""
+
+import numbers
+
+import numpy as np
+
+from .. import _native
+from ..base import MXNetError
+from ..context import Context, _ctx_str, current_context
+
+__all__ = ["NDArray", "array", "empty", "invoke", "AsyncCopy"]
+
+NDArray = _native.NDArray
+invoke = _native.invoke
+
+_NP_DTYPES = {
+    "float32": np.float32,
+    "float64": np.float64,
+    "float16": np.float16,
+    "uint8": np.uint8,
+    "int8": np.int8,
+    "int32": np.int32,
+    "int64": np.int64,
+    "bool": np.bool_,
+}
+
+
+def _dtype_name(dtype):
+    """Normalises a dtype given as a NumPy type, dtype, or string."""
+    if dtype is None:
+        return "float32"
+    if isinstance(dtype, str):
+        if dtype == "bfloat16":
+            return dtype
+        return np.dtype(dtype).name
+    return np.dtype(dtype).name
+
+
+def _np_dtype(name):
+    return _NP_DTYPES.get(name)
+
+
+# ----------------------------------------------------------------------------- properties
+
+
+def _dtype(self):
+    t = _np_dtype(self._dtype_name)
+    return t if t is not None else self._dtype_name
+
+
+def _context(self):
+    kind, i = self._ctx
+    return Context(kind, i)
+
+
+NDArray.dtype = property(_dtype, doc="Element type (a NumPy type, like MXNet).")
+NDArray.context = property(_context, doc="The array's device context.")
+NDArray.ctx = NDArray.context
+NDArray.stype = property(lambda self: "default", doc="Storage type (always 'default').")
+NDArray.T = property(lambda self: invoke("transpose", [self]), doc="Transpose.")
+NDArray.handle = property(lambda self: self._var_id, doc="Engine var id (stands in for MXNet's handle).")
+
+# ----------------------------------------------------------------------------- blocking reads
+
+
+def asnumpy(self):
+    """Copies the contents into a new NumPy array. Blocks until the value is computed.
+
+    The copy itself runs on the engine; the calling thread waits with the GIL
+    released and can be interrupted with Ctrl-C.
+    """
+    name = self._dtype_name
+    if name == "bfloat16":
+        return invoke("cast", [self], dtype="float32").asnumpy()
+    out = np.empty(self.shape, dtype=_np_dtype(name))
+    self._read_into(out.reshape(-1).view(np.uint8))
+    return out
+
+
+class AsyncCopy:
+    """A future for ``asnumpy_async()``: the copy runs on the engine.
+
+    ``done()`` never blocks, ``result(timeout)`` waits (raising ``TimeoutError``
+    when it runs out, or the engine error of a failed computation), and
+    ``add_done_callback(fn)`` calls ``fn(self)`` once the result is read or
+    immediately if it is already done.
+    """
+
+    def __init__(self, arr):
+        self._dtype = _np_dtype(arr._dtype_name) or np.float32
+        src = arr if arr._dtype_name != "bfloat16" else invoke("cast", [arr], dtype="float32")
+        self._out = np.empty(src.shape, dtype=self._dtype)
+        self._ticket = src._copy_out(self._out.reshape(-1).view(np.uint8))
+        self._callbacks = []
+        self._finished = False
+        self._error = None
+
+    def done(self):
+        """Whether the copy finished (never blocks)."""
+        return self._finished or self._ticket.done()
+
+    def result(self, timeout=None):
+        """The NumPy array; waits up to ``timeout`` seconds (None: forever)."""
+        if not self._finished:
+            if not self._ticket.wait(timeout):
+                raise TimeoutError(f"asnumpy_async: result not ready after {timeout} s")
+            try:
+                self._ticket.finish()
+            except Exception as e:  # noqa: BLE001 - re-raised below, kept for later calls
+                self._error = e
+            self._finished = True
+            for cb in self._callbacks:
+                cb(self)
+            self._callbacks = []
+        if self._error is not None:
+            raise self._error
+        return self._out
+
+    def exception(self, timeout=None):
+        """The engine error of the copy, or None."""
+        try:
+            self.result(timeout)
+        except TimeoutError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            return e
+        return None
+
+    def add_done_callback(self, fn):
+        """Calls ``fn(self)`` when the result is collected (at once if already done)."""
+        if self.done():
+            try:
+                self.result(0)
+            except Exception:  # noqa: BLE001 - the callback inspects exception()
+                pass
+            fn(self)
+        else:
+            self._callbacks.append(fn)
+
+
+def asnumpy_async(self):
+    """Starts copying to NumPy on the engine; returns an :class:`AsyncCopy` future."""
+    return AsyncCopy(self)
+
+
+def asscalar(self):
+    """The value of a size-1 array as a NumPy scalar (blocks)."""
+    if self.size != 1:
+        raise ValueError(f"The current array is not a scalar (shape {self.shape})")
+    return self.asnumpy().reshape(())[()]
+
+
+def item(self):
+    """The value of a size-1 array as a Python scalar (blocks)."""
+    if self.size != 1:
+        raise ValueError(f"can only convert an array of size 1 to a Python scalar (shape {self.shape})")
+    return self.asnumpy().reshape(()).item()
+
+
+def tolist(self):
+    """Nested Python lists (blocks)."""
+    return self.asnumpy().tolist()
+
+
+def _bool(self):
+    if self.size == 0:
+        return False
+    if self.size != 1:
+        raise ValueError(
+            "The truth value of an NDArray with more than one element is ambiguous."
+        )
+    return bool(self.item())
+
+
+def _float(self):
+    if self.size != 1:
+        raise TypeError("only size-1 NDArrays can be converted to Python scalars")
+    return float(self.item())
+
+
+def _int(self):
+    if self.size != 1:
+        raise TypeError("only size-1 NDArrays can be converted to Python scalars")
+    return int(self.item())
+
+
+def _array(self, dtype=None, copy=None):
+    """NumPy conversion (NumPy 2 signature). Waits for pending writes first."""
+    a = self.asnumpy()
+    if dtype is not None:
+        a = a.astype(dtype, copy=False)
+    return a
+
+
+def _fmt(self):
+    a = self.asnumpy()
+    shape = "x".join(str(d) for d in self.shape) if self.ndim else "1"
+    body = np.array2string(a, separator=" ") if a.ndim else str(a)
+    if a.ndim == 0:
+        body = f"{a}"
+    return f"\n{body}\n<NDArray {shape} @{self.context}>"
+
+
+def _iter(self):
+    if self.ndim == 0:
+        raise TypeError("iteration over a 0-d array")
+    for i in range(self.shape[0]):
+        yield self[i]
+
+
+# ----------------------------------------------------------------------------- indexing
+
+
+def _norm_index(self, key):
+    """Turns a basic index into (spec, final_shape) or None for advanced indexing."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if any(isinstance(k, (NDArray, np.ndarray, list)) for k in key):
+        return None
+    shape = self.shape
+    # expand Ellipsis
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > len(shape):
+        raise IndexError(f"too many indices for array of dimension {len(shape)}")
+    out = []
+    for k in key:
+        if k is Ellipsis:
+            out.extend([slice(None)] * (len(shape) - n_real))
+        else:
+            out.append(k)
+    if Ellipsis not in key:
+        out.extend([slice(None)] * (len(shape) - n_real))
+    spec, final, axis = [], [], 0
+    for k in out:
+        if k is None:
+            final.append(1)
+            continue
+        d = shape[axis]
+        if isinstance(k, (bool, np.bool_)):
+            return None
+        if isinstance(k, (numbers.Integral, np.integer)):
+            i = int(k)
+            if i < -d or i >= d:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {d}")
+            i = i + d if i < 0 else i
+            spec.append((axis, i, i + 1, 1))
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(d)
+            if (start, stop, step) != (0, d, 1):
+                spec.append((axis, start, stop, step))
+            final.append(len(range(start, stop, step)))
+        else:
+            raise TypeError(f"NDArray indices must be integers, slices, None, Ellipsis or arrays, not {type(k).__name__}")
+        axis += 1
+    return spec, tuple(final)
+
+
+def _getitem(self, key):
+    if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool) and self.ndim > 0:
+        return self._at(int(key))
+    basic = _norm_index(self, key)
+    if basic is None:
+        return _advanced_getitem(self, key)
+    spec, final = basic
+    neg = [t for t in spec if t[3] < 0]
+    if neg:
+        res = self
+        pos = [t for t in spec if t[3] > 0]
+        if pos:
+            res = res._slice(pos)
+        for ax, b, e, s in neg:
+            res = _neg_slice(res, ax, b, e, s)
+        return res._reshape(list(final)) if res.shape != final else res
+    if not spec:
+        res = self._reshape(list(self.shape))
+    else:
+        res = self._slice(spec)
+    return res._reshape(list(final)) if res.shape != final else res
+
+
+def _neg_slice(arr, ax, b, e, s):
+    idx = list(range(b, e, s))
+    return invoke("take", [arr, array(idx, dtype="int64", ctx=arr.context)], axis=ax)
+
+
+def _advanced_getitem(self, key):
+    if not isinstance(key, tuple):
+        key = (key,)
+    if len(key) == 1:
+        k = key[0]
+        if isinstance(k, (list, np.ndarray)):
+            k = np.asarray(k)
+            if k.dtype == np.bool_:
+                if k.shape != self.shape[: k.ndim]:
+                    raise IndexError(f"boolean index shape {k.shape} does not match array shape {self.shape}")
+                k = np.nonzero(k.reshape(-1) if k.ndim == 1 else k)[0] if k.ndim == 1 else None
+                if k is None:
+                    return array(self.asnumpy()[np.asarray(key[0])], ctx=self.context)
+            idx = array(k, dtype="int64", ctx=self.context)
+        else:
+            idx = k
+            if idx._dtype_name == "bool":
+                m = idx.asnumpy()
+                return _advanced_getitem(self, (m,))
+        n = self.shape[0]
+        chk = idx.asnumpy() if idx.size else np.zeros(0)
+        if chk.size and (chk.min() < -n or chk.max() >= n):
+            raise IndexError(f"index out of bounds for axis 0 with size {n}")
+        return invoke("take", [self, idx], axis=0, mode="wrap")
+    # general mixed advanced indexing: fall back to NumPy semantics
+    np_key = tuple(k.asnumpy() if isinstance(k, NDArray) else k for k in key)
+    return array(self.asnumpy()[np_key], ctx=self.context, dtype=self._dtype_name)
+
+
+def _setitem(self, key, value):
+    if isinstance(value, (np.ndarray, list, tuple)):
+        value = array(value, ctx=self.context, dtype=self._dtype_name)
+    if isinstance(key, slice) and key == slice(None) and not isinstance(value, NDArray):
+        self._slice_assign([], value)
+        return
+    basic = _norm_index(self, key)
+    if basic is None:
+        if not isinstance(key, tuple):
+            key = (key,)
+        np_key = tuple(k.asnumpy() if isinstance(k, NDArray) else k for k in key)
+        cur = self.asnumpy()
+        cur[np_key] = value.asnumpy() if isinstance(value, NDArray) else value
+        self._slice_assign([], array(cur, ctx=self.context, dtype=self._dtype_name))
+        return
+    spec, _final = basic
+    if any(t[3] < 0 for t in spec):
+        cur = self.asnumpy()
+        cur[key] = value.asnumpy() if isinstance(value, NDArray) else value
+        self._slice_assign([], array(cur, ctx=self.context, dtype=self._dtype_name))
+        return
+    if isinstance(value, NDArray):
+        # A value shaped like the indexing result gets size-1 dims where
+        # integers removed axes, so it lines up with the written region.
+        region = list(self.shape)
+        for ax, b, e, s in spec:
+            region[ax] = len(range(b, e, s))
+        final = tuple(d for d in _final)
+        if value.shape == final and len(final) != len(region):
+            value = value.reshape(tuple(region))
+    self._slice_assign(spec, value)
+
+
+NDArray.asnumpy = asnumpy
+NDArray.asnumpy_async = asnumpy_async
+NDArray.asscalar = asscalar
+NDArray.item = item
+NDArray.tolist = tolist
+NDArray.__bool__ = _bool
+NDArray.__float__ = _float
+NDArray.__int__ = _int
+NDArray.__array__ = _array
+NDArray.__repr__ = _fmt
+NDArray.__str__ = _fmt
+NDArray.__iter__ = _iter
+NDArray.__getitem__ = _getitem
+NDArray.__setitem__ = _setitem
+NDArray.__array_priority__ = 1000.0
+
+
+def _floordiv(self, other):
+    return (self / other).floor()
+
+
+def _rfloordiv(self, other):
+    return (other / self).floor()
+
+
+def _matmul(self, other):
+    return invoke("dot", [self, other])
+
+
+NDArray.__floordiv__ = _floordiv
+NDArray.__rfloordiv__ = _rfloordiv
+NDArray.__matmul__ = _matmul
+NDArray.__pos__ = lambda self: self
+
+
+# ----------------------------------------------------------------------------- construction
+
+
+def array(source_array, ctx=None, dtype=None):
+    """Creates an NDArray by copying ``source_array`` (a NumPy array, list, scalar or NDArray).
+
+    Like MXNet, the default dtype is float32 for lists and scalars, and the
+    source's dtype for NumPy arrays and NDArrays. Later writes to the source do
+    not show in the result.
+    """
+    if isinstance(source_array, NDArray):
+        res = source_array.copyto(ctx or source_array.context)
+        return res.astype(dtype) if dtype is not None else res
+    if dtype is None:
+        if isinstance(source_array, np.ndarray):
+            name = source_array.dtype.name
+            if name not in _NP_DTYPES:
+                name = "float32" if source_array.dtype.kind == "f" else "int64"
+        else:
+            name = "float32"
+    else:
+        name = _dtype_name(dtype)
+    np_name = "float32" if name == "bfloat16" else name
+    try:
+        a = np.ascontiguousarray(np.asarray(source_array, dtype=_NP_DTYPES[np_name]))
+    except (ValueError, TypeError) as e:
+        raise TypeError(f"array: cannot convert {type(source_array).__name__} to an NDArray: {e}") from e
+    res = _native.array_from_buffer(a.reshape(-1).view(np.uint8), list(a.shape), np_name, _ctx_str(ctx))
+    if name == "bfloat16":
+        res = invoke("cast", [res], dtype="bfloat16")
+    return res
+
+
+def _rebuild(data, shape, dtype):
+    """Unpickling helper."""
+    return _native.array_from_buffer(
+        np.frombuffer(data, dtype=np.uint8).copy(), list(shape), dtype, _ctx_str(None)
+    )
+
+
+def empty(shape, ctx=None, dtype=None):
+    """An uninitialised array (ferromx fills it with zeros)."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    return invoke("_zeros", [], shape=tuple(shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
+
+
+# ----------------------------------------------------------------------------- fluent methods
+
+
+def _copy(self):
+    """A deep copy (a new chunk)."""
+    return invoke("_copy", [self])
+
+
+def _copyto(self, other):
+    """Copies into ``other`` (an NDArray, in place) or onto a context (a new array)."""
+    if isinstance(other, NDArray):
+        if other.shape != self.shape:
+            raise ValueError(f"copyto: shape mismatch {self.shape} vs {other.shape}")
+        other._slice_assign([], self)
+        return other
+    ctx = other if isinstance(other, Context) else Context(str(other).split("(")[0])
+    _ctx_str(ctx)
+    if ctx == self.context:
+        return invoke("_copy", [self])
+    # cross-context copy: an engine op reading this array and writing a new one on `ctx`
+    return _native.copy_to_context(self, str(ctx))
+
+
+def _as_in_context(self, ctx):
+    """This array if already on ``ctx``, else a copy there."""
+    return self if self.context == ctx else self.copyto(ctx)
+
+
+def _astype(self, dtype, copy=True):
+    """Casts to ``dtype`` (a copy; with ``copy=False`` returns self when unchanged)."""
+    name = _dtype_name(dtype)
+    if not copy and name == self._dtype_name:
+        return self
+    return invoke("cast", [self], dtype=name)
+
+
+def _reshape(self, *shape, **kwargs):
+    """MXNet reshape with special codes 0, -1, -2, -3, -4 and ``reverse``."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    if "shape" in kwargs:
+        shape = tuple(kwargs.pop("shape"))
+    return invoke("reshape", [self], shape=tuple(shape), reverse=kwargs.get("reverse", False))
+
+
+def _zeros_like(self):
+    return invoke("zeros_like", [self])
+
+
+def _ones_like(self):
+    return invoke("ones_like", [self])
+
+
+NDArray.copy = _copy
+NDArray.__copy__ = _copy
+NDArray.__deepcopy__ = lambda self, memo: _copy(self)
+NDArray.copyto = _copyto
+NDArray.as_in_context = _as_in_context
+NDArray.as_in_ctx = _as_in_context
+NDArray.astype = _astype
+NDArray.reshape = _reshape
+NDArray.zeros_like = _zeros_like
+NDArray.ones_like = _ones_like
+NDArray.wait_to_write = NDArray.wait_to_write

@@ -1,0 +1,1 @@
+"""``ferromx.profiler`` (placeholder until the profiler lands)."""
