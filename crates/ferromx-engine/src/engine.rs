@@ -214,6 +214,11 @@ impl Engine {
         self.shared.listeners.add(l)
     }
 
+    /// Whether anyone listens to events (frontends skip building event details otherwise).
+    pub fn has_listeners(&self) -> bool {
+        self.shared.listeners.active()
+    }
+
     /// Removes a listener.
     pub fn unsubscribe(&self, id: u64) {
         self.shared.listeners.remove(id)
@@ -349,14 +354,6 @@ impl Engine {
             ));
         }
         let s = &self.shared;
-        let started = Instant::now();
-        if s.listeners.active() {
-            s.listeners.emit(&EngineEvent::WaitStart {
-                target: target.clone(),
-                label: label.clone(),
-                at: started,
-            });
-        }
         let signal = match (&target, var) {
             (WaitTarget::All, _) => None,
             (WaitTarget::Read(_), Some(v)) => {
@@ -392,7 +389,30 @@ impl Engine {
             var: var.cloned(),
             signal,
             label,
-            started,
+            started: Mutex::new(None),
+        })
+    }
+
+    /// Pushes `op` and returns a ticket that completes when *this op* has run
+    /// (e.g. a copy-out that reads `var`); finishing it reports `var`'s error.
+    pub fn push_ticket(&self, op: Op, var: &Var, label: Option<Arc<str>>) -> Result<WaitTicket> {
+        if in_engine_op() {
+            return Err(EngineError::new(
+                ErrorKind::WaitInsideOp,
+                "wait",
+                "a wait was issued from inside an engine operation; it would deadlock",
+            ));
+        }
+        self.throttle();
+        let sig = Arc::new(Signal::default());
+        self.push_inner(op, Some(sig.clone()));
+        Ok(WaitTicket {
+            shared: self.shared.clone(),
+            target: WaitTarget::Read(var.id()),
+            var: Some(var.clone()),
+            signal: Some(sig),
+            label,
+            started: Mutex::new(None),
         })
     }
 
@@ -451,10 +471,25 @@ pub struct WaitTicket {
     var: Option<Var>,
     signal: Option<Arc<Signal>>,
     label: Option<Arc<str>>,
-    started: Instant,
+    started: Mutex<Option<Instant>>,
 }
 
 impl WaitTicket {
+    fn mark_started(&self) {
+        let mut st = self.started.lock();
+        if st.is_none() {
+            let now = Instant::now();
+            *st = Some(now);
+            if self.shared.listeners.active() {
+                self.shared.listeners.emit(&EngineEvent::WaitStart {
+                    target: self.target.clone(),
+                    label: self.label.clone(),
+                    at: now,
+                });
+            }
+        }
+    }
+
     /// Whether the awaited work is done. Never blocks.
     pub fn is_done(&self) -> bool {
         match &self.signal {
@@ -468,6 +503,7 @@ impl WaitTicket {
 
     /// Blocks until done or until `timeout` passes (`None`: forever). Returns `is_done()`.
     pub fn wait_timeout(&self, timeout: Option<Duration>) -> bool {
+        self.mark_started();
         let spin = self.shared.config.spin;
         match &self.signal {
             Some(s) => s.wait_timeout(spin, timeout),
@@ -484,10 +520,11 @@ impl WaitTicket {
         self.wait_timeout(None);
         let s = &self.shared;
         if s.listeners.active() {
+            let started = self.started.lock().unwrap_or_else(Instant::now);
             s.listeners.emit(&EngineEvent::WaitEnd {
                 target: self.target.clone(),
                 label: self.label.clone(),
-                started: self.started,
+                started,
                 at: Instant::now(),
             });
         }

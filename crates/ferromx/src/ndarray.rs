@@ -132,7 +132,13 @@ impl NDArray {
     }
 
     pub(crate) fn view(&self) -> View {
-        View { chunk: self.0.chunk.clone(), offset: self.0.offset, len: self.size(), dtype: self.0.dtype }
+        View {
+            chunk: self.0.chunk.clone(),
+            offset: self.0.offset,
+            len: self.size(),
+            dtype: self.0.dtype,
+            shape: self.0.shape.clone(),
+        }
     }
 
     /// Whether every pending write to this array's storage has completed. Never blocks.
@@ -169,8 +175,7 @@ impl NDArray {
         label: Option<Arc<str>>,
     ) -> Result<WaitTicket> {
         // SAFETY: forwarded from this function's contract.
-        unsafe { push_copy_out(self.view(), dst as usize, keepalive) };
-        self.read_ticket(label)
+        Ok(unsafe { push_copy_out(self.view(), dst as usize, keepalive, label) }?)
     }
 
     /// Blocks and returns the contents as raw bytes.

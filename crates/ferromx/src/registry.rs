@@ -73,6 +73,19 @@ impl Attrs {
         }
         self.i64(op, k, 0).map(Some)
     }
+    /// Int attribute where an explicit `None` means something (MXNet's
+    /// `axis=None`: flatten): absent gives `Some(d)`, `None` gives `None`.
+    pub fn i64_or_none(&self, op: &str, k: &str, d: i64) -> Result<Option<i64>> {
+        match self.0.iter().find(|(n, _)| n == k).map(|(_, v)| v) {
+            None => Ok(Some(d)),
+            Some(Attr::None) => Ok(None),
+            Some(_) => self.i64(op, k, d).map(Some),
+        }
+    }
+    /// Required int-tuple attribute.
+    pub fn req_ints(&self, op: &str, k: &str) -> Result<Vec<i64>> {
+        self.ints(op, k)?.ok_or_else(|| Error::value(op, format!("required attribute '{k}' is missing")))
+    }
     /// Bool attribute.
     pub fn bool(&self, op: &str, k: &str, d: bool) -> Result<bool> {
         match self.get(k) {
@@ -194,6 +207,21 @@ op_table! {
     "one_hot": ["indices"] ["depth", "on_value", "off_value", "dtype"];
     "where": ["condition", "x", "y"] [];
     "clip": ["data"] ["a_min", "a_max"];
+    "tile": ["data"] ["reps"];
+    "repeat": ["data"] ["repeats", "axis"];
+    "flip": ["data"] ["axis"];
+    "reverse": ["data"] ["axis"];
+    "moveaxis": ["data"] ["source", "destination"];
+    "gather_nd": ["data", "indices"] [];
+    "scatter_nd": ["data", "indices"] ["shape"];
+    "slice": ["data"] ["begin", "end", "step"];
+    "slice_like": ["data", "shape_like"] ["axes"];
+    "broadcast_axis": ["data"] ["axis", "size"];
+    "broadcast_axes": ["data"] ["axis", "size"];
+    "diag": ["data"] ["k", "axis1", "axis2"];
+    "sort": ["data"] ["axis", "is_ascend"];
+    "argsort": ["data"] ["axis", "is_ascend", "dtype"];
+    "topk": ["data"] ["axis", "k", "ret_typ", "is_ascend", "dtype"];
     "FullyConnected": ["data", "weight", "bias"] ["num_hidden", "no_bias", "flatten"];
     "Activation": ["data"] ["act_type"];
     "LeakyReLU": ["data", "gamma"] ["act_type", "slope"];
@@ -412,6 +440,44 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
         )),
         "where" => one(ops::where_(x(0)?, x(1)?, x(2)?)),
         "clip" => one(ops::clip(x(0)?, a.f64(n, "a_min", f64::NEG_INFINITY)?, a.f64(n, "a_max", f64::INFINITY)?)),
+        "tile" => one(ops::tile(x(0)?, &a.req_ints(n, "reps")?)),
+        "repeat" => {
+            let r = a.opt_i64(n, "repeats")?.ok_or_else(|| Error::value(n, "required attribute 'repeats' is missing"))?;
+            one(ops::repeat(x(0)?, r, a.opt_i64(n, "axis")?))
+        }
+        "flip" | "reverse" => one(ops::flip(x(0)?, &a.req_ints(n, "axis")?)),
+        "moveaxis" => one(ops::moveaxis(x(0)?, &a.req_ints(n, "source")?, &a.req_ints(n, "destination")?)),
+        "gather_nd" => one(ops::gather_nd(x(0)?, x(1)?)),
+        "scatter_nd" => one(ops::scatter_nd(x(0)?, x(1)?, a.shape(n, "shape")?)),
+        // `None` entries of begin/end/step arrive as ops::NONE_INDEX (i64::MIN).
+        "slice" => one(ops::slice(
+            x(0)?,
+            &a.req_ints(n, "begin")?,
+            &a.req_ints(n, "end")?,
+            &a.ints(n, "step")?.unwrap_or_default(),
+        )),
+        "slice_like" => one(ops::slice_like(x(0)?, x(1)?, &a.ints(n, "axes")?.unwrap_or_default())),
+        "broadcast_axis" | "broadcast_axes" => one(ops::broadcast_axis(
+            x(0)?,
+            &a.ints(n, "axis")?.unwrap_or_default(),
+            &a.ints(n, "size")?.unwrap_or_default(),
+        )),
+        "diag" => one(ops::diag(x(0)?, a.i64(n, "k", 0)?, a.i64(n, "axis1", 0)?, a.i64(n, "axis2", 1)?)),
+        "sort" => one(ops::sort(x(0)?, a.i64_or_none(n, "axis", -1)?, a.bool(n, "is_ascend", true)?)),
+        "argsort" => one(ops::argsort(
+            x(0)?,
+            a.i64_or_none(n, "axis", -1)?,
+            a.bool(n, "is_ascend", true)?,
+            a.dtype(n, "dtype", DType::F32)?,
+        )),
+        "topk" => ops::topk(
+            x(0)?,
+            a.i64_or_none(n, "axis", -1)?,
+            a.i64(n, "k", 1)?,
+            ops::TopKRet::parse(a.str(n, "ret_typ", "indices")?)?,
+            a.bool(n, "is_ascend", false)?,
+            a.dtype(n, "dtype", DType::F32)?,
+        ),
         "FullyConnected" => {
             let no_bias = a.bool(n, "no_bias", false)?;
             let bias = if no_bias { None } else { inputs.get(2).and_then(|b| b.as_ref()) };

@@ -170,8 +170,8 @@ class SoftmaxCrossEntropyLoss(Loss):
     batch_axis : int
         The sample axis.
 
-    The common case (sparse labels, raw scores) is one fused native operator,
-    ``nd.softmax_ce_loss``.
+    The common case (sparse labels, raw scores, 2-D ``(batch, classes)`` input) is one
+    fused native operator, ``nd.softmax_ce_loss``.
     """
 
     def __init__(
@@ -184,9 +184,10 @@ class SoftmaxCrossEntropyLoss(Loss):
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
         axis = self._axis % pred.ndim
-        if self._sparse_label and not self._from_logits:
-            if label.ndim == pred.ndim:
-                label = label.reshape(tuple(d for i, d in enumerate(pred.shape) if i != axis))
+        if self._sparse_label and not self._from_logits and pred.ndim == 2 and axis == 1:
+            # The common (batch, classes) case: one fused native operator.
+            if label.ndim == 2:
+                label = label.reshape((label.size,))
             loss = F.softmax_ce_loss(pred, label, axis=axis).expand_dims(axis)
         else:
             if not self._from_logits:

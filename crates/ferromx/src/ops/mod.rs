@@ -4,6 +4,7 @@
 
 pub mod creation;
 pub mod elemwise;
+pub mod index_ops;
 pub mod linalg;
 pub mod nn;
 pub mod optim;
@@ -11,13 +12,16 @@ pub mod par;
 pub mod random;
 pub mod reduce;
 pub mod shape_ops;
+pub mod sort;
 
 pub use creation::*;
 pub use elemwise::binary::{binary, binary_inplace, scalar_inplace, scalar_op, BinOp};
 pub use elemwise::unary::{unary, UnaryOp};
+pub use index_ops::*;
 pub use linalg::*;
 pub use reduce::*;
 pub use shape_ops::*;
+pub use sort::*;
 
 use crate::autograd::{needs_record, record};
 use crate::dtype::{DType, Elem};

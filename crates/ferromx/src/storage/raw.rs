@@ -78,6 +78,7 @@ pub(crate) struct View {
     pub(crate) offset: usize,
     pub(crate) len: usize,
     pub(crate) dtype: DType,
+    pub(crate) shape: crate::Shape,
 }
 
 impl View {
@@ -185,6 +186,12 @@ pub(crate) fn push_kernel(
     let bytes: usize = outs.iter().map(|v| v.len * v.dtype.size()).sum();
     let reads: Vec<Var> = ins.iter().map(|v| v.chunk.var.clone()).collect();
     let writes: Vec<Var> = outs.iter().map(|v| v.chunk.var.clone()).collect();
+    let detail: Option<Arc<str>> = if Engine::global().has_listeners() {
+        let shapes: Vec<String> = ins.iter().map(|v| format!("{}{}", v.dtype, v.shape)).collect();
+        Some(Arc::from(format!("inputs: {}", shapes.join(", "))))
+    } else {
+        None
+    };
     let op = Op::new(name, move || {
         let k = Kernel { ins: &ins, outs: &outs, taken: Cell::new(0) };
         f(&k)
@@ -193,21 +200,35 @@ pub(crate) fn push_kernel(
     .writes(&writes)
     .device(device)
     .bytes(bytes as u64)
+    .detail(detail)
     .label(call_site());
     Engine::global().push(op);
 }
 
 /// Pushes an op that copies `view` into caller memory at `dst`, keeping
-/// `keepalive` alive until it has run. Returns the var to wait on.
+/// `keepalive` alive until it has run. Returns a ticket for that op.
 ///
 /// # Safety
 /// `dst` must be valid for `view.len * dtype.size()` bytes until the op has
 /// run; `keepalive` should own it.
-pub(crate) unsafe fn push_copy_out(view: View, dst: usize, keepalive: Box<dyn std::any::Any + Send>) {
-    push_kernel("copy_to_host", vec![view], vec![], move |k| {
+pub(crate) unsafe fn push_copy_out(
+    view: View,
+    dst: usize,
+    keepalive: Box<dyn std::any::Any + Send>,
+    label: Option<Arc<str>>,
+) -> ferromx_engine::Result<ferromx_engine::WaitTicket> {
+    let var = view.chunk.var.clone();
+    let device = view.chunk.ctx;
+    let ins = vec![view];
+    let op = Op::new("copy_to_host", move || {
+        let k = Kernel { ins: &ins, outs: &[], taken: Cell::new(0) };
         // SAFETY: forwarded from the caller's contract.
         unsafe { k.copy_input_to(0, dst as *mut u8) };
         drop(keepalive);
         Ok(())
-    });
+    })
+    .reads([&var])
+    .device(device)
+    .label(call_site());
+    Engine::global().push_ticket(op, &var, label)
 }
