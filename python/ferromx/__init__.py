@@ -37,4 +37,7 @@ except ImportError as _e:  # pragma: no cover - only while those layers are bein
 
 def waitall():
     """Blocks until all pushed work is done; raises the first engine error."""
+    from ._sync import check
+
+    check("waitall")
     _native.waitall()

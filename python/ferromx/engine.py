@@ -43,3 +43,60 @@ def is_naive():
 
 
 _SYNC_MODE = os.environ.get("FERROMX_SYNC_DEBUG", "off")
+
+from . import _sync  # noqa: E402
+from ._sync import SyncError, SyncWarning  # noqa: E402,F401
+
+
+def set_sync_warning(mode):
+    """Implicit-blocker guard: ``'off'``, ``'warn'`` or ``'error'`` (also ``FERROMX_SYNC_DEBUG``).
+
+    In ``warn``/``error`` mode every blocking read (``asnumpy``, ``item``,
+    ``print``, ``wait_to_read``...) made while ``autograd.record()`` is active
+    or inside :func:`no_sync` warns with :class:`SyncWarning` at the user's
+    line, or raises :class:`SyncError`. Returns the previous mode.
+    """
+    return _sync.set_mode(mode)
+
+
+@contextlib.contextmanager
+def no_sync():
+    """Marks a region (e.g. a training loop body) where blocking reads are flagged."""
+    _sync.enter_region()
+    try:
+        yield
+    finally:
+        _sync.exit_region()
+
+
+class LaggedReader:
+    """Reads values one step late, so reading never stalls the engine.
+
+    ``push(x)`` starts copying ``x`` to NumPy on the engine and returns the
+    value pushed on the previous call (as NumPy), which by then is normally
+    computed already: what the seed's hand-written ``LossBuffer`` does, plus
+    the copy is asynchronous. ``flush()`` returns the last pending value.
+    """
+
+    def __init__(self, reduce=None):
+        self._pending = None
+        self._reduce = reduce
+        self.last = None
+
+    def push(self, x):
+        """Queues ``x``; returns the previous value (NumPy) or None on the first call."""
+        prev = self._collect()
+        self._pending = x.asnumpy_async()
+        return prev
+
+    def _collect(self):
+        if self._pending is None:
+            return None
+        v = self._pending.result()
+        self._pending = None
+        self.last = self._reduce(v) if self._reduce else v
+        return self.last
+
+    def flush(self):
+        """Waits for and returns the last pushed value."""
+        return self._collect()

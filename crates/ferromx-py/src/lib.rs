@@ -52,7 +52,7 @@ fn copy_to_context(py: Python<'_>, arr: PyRef<'_, PyND>, ctx: &str) -> PyResult<
 /// Waits for all pushed work (GIL released); raises the first error.
 #[pyfunction]
 fn waitall(py: Python<'_>) -> PyResult<()> {
-    let t = Engine::global().all_ticket(glue::call_site(py)).map_err(engine_err)?;
+    let t = Engine::global().all_ticket(ndarray::wait_label(py, "waitall")).map_err(engine_err)?;
     wait_ticket(py, t)
 }
 

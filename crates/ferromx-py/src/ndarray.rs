@@ -52,6 +52,16 @@ pub fn wait_ticket(py: Python<'_>, t: WaitTicket) -> PyResult<()> {
     t.finish().map_err(engine_err)
 }
 
+/// The label of a frontend wait: the user's `file:line` plus the blocking
+/// call, built only when a profiler listens (errors use the push label).
+pub fn wait_label(py: Python<'_>, call: &str) -> Option<std::sync::Arc<str>> {
+    if !Engine::global().has_listeners() {
+        return None;
+    }
+    let site = glue::call_site(py);
+    Some(std::sync::Arc::from(format!("{} {call}", site.as_deref().unwrap_or("<unknown>"))))
+}
+
 enum Other {
     Arr(NDArray),
     Num(f64),
@@ -206,9 +216,9 @@ impl PyND {
         self.a.var_id()
     }
     /// Blocks until the pending writes of this array are done (GIL released).
-    fn wait_to_read(&self, py: Python<'_>) -> PyResult<()> {
-        let label = glue::call_site(py);
-        let t = self.a.read_ticket(label).map_err(to_py_err)?;
+    #[pyo3(signature = (call="wait_to_read"))]
+    fn _wait_to_read(&self, py: Python<'_>, call: &str) -> PyResult<()> {
+        let t = self.a.read_ticket(wait_label(py, call)).map_err(to_py_err)?;
         wait_ticket(py, t)
     }
     /// Blocks until pending reads and writes are done.
@@ -221,14 +231,16 @@ impl PyND {
         self.a.is_ready()
     }
     /// Starts copying into a writable buffer (a NumPy array); returns a ticket.
-    fn _copy_out(&self, py: Python<'_>, dst: &Bound<'_, PyAny>) -> PyResult<CopyTicket> {
+    #[pyo3(signature = (dst, call="asnumpy_async"))]
+    fn _copy_out(&self, py: Python<'_>, dst: &Bound<'_, PyAny>, call: &str) -> PyResult<CopyTicket> {
         let buf = PyBuffer::<u8>::get(dst)?;
-        let t = glue::copy_out(&self.a, &buf, glue::call_site(py))?;
+        let t = glue::copy_out(&self.a, &buf, wait_label(py, call))?;
         Ok(CopyTicket { ticket: Some(t), buf: Some(buf) })
     }
-    /// Copies into a writable buffer and waits.
-    fn _read_into(&self, py: Python<'_>, dst: &Bound<'_, PyAny>) -> PyResult<()> {
-        let mut t = self._copy_out(py, dst)?;
+    /// Copies into a writable buffer and waits (`call` names the blocking API for the profiler).
+    #[pyo3(signature = (dst, call="asnumpy"))]
+    fn _read_into(&self, py: Python<'_>, dst: &Bound<'_, PyAny>, call: &str) -> PyResult<()> {
+        let mut t = self._copy_out(py, dst, call)?;
         t.finish(py)
     }
 

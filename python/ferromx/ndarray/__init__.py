@@ -279,6 +279,9 @@ def pad(data, mode="constant", pad_width=None, constant_value=0.0, out=None):
 
 def waitall():
     """Blocks until every pushed operation has finished; raises the first error."""
+    from .._sync import check
+
+    check("waitall")
     _native.waitall()
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from .. import _native
 from ..base import MXNetError
 from ..context import Context, _ctx_str, current_context
+from .._sync import check as _check_sync
 
 __all__ = ["NDArray", "array", "empty", "invoke", "AsyncCopy"]
 
@@ -70,18 +71,29 @@ NDArray.handle = property(lambda self: self._var_id, doc="Engine var id (stands 
 # ----------------------------------------------------------------------------- blocking reads
 
 
+def _to_numpy(self, call):
+    _check_sync(call)
+    name = self._dtype_name
+    if name == "bfloat16":
+        return _to_numpy(invoke("cast", [self], dtype="float32"), call)
+    out = np.empty(self.shape, dtype=_np_dtype(name))
+    self._read_into(out.reshape(-1).view(np.uint8), call)
+    return out
+
+
 def asnumpy(self):
     """Copies the contents into a new NumPy array. Blocks until the value is computed.
 
     The copy itself runs on the engine; the calling thread waits with the GIL
     released and can be interrupted with Ctrl-C.
     """
-    name = self._dtype_name
-    if name == "bfloat16":
-        return invoke("cast", [self], dtype="float32").asnumpy()
-    out = np.empty(self.shape, dtype=_np_dtype(name))
-    self._read_into(out.reshape(-1).view(np.uint8))
-    return out
+    return _to_numpy(self, "asnumpy")
+
+
+def wait_to_read(self):
+    """Blocks until every pending write of this array has run (GIL released)."""
+    _check_sync("wait_to_read")
+    self._wait_to_read("wait_to_read")
 
 
 class AsyncCopy:
@@ -97,7 +109,7 @@ class AsyncCopy:
         self._dtype = _np_dtype(arr._dtype_name) or np.float32
         src = arr if arr._dtype_name != "bfloat16" else invoke("cast", [arr], dtype="float32")
         self._out = np.empty(src.shape, dtype=self._dtype)
-        self._ticket = src._copy_out(self._out.reshape(-1).view(np.uint8))
+        self._ticket = src._copy_out(self._out.reshape(-1).view(np.uint8), "asnumpy_async")
         self._callbacks = []
         self._finished = False
         self._error = None
@@ -154,19 +166,19 @@ def asscalar(self):
     """The value of a size-1 array as a NumPy scalar (blocks)."""
     if self.size != 1:
         raise ValueError(f"The current array is not a scalar (shape {self.shape})")
-    return self.asnumpy().reshape(())[()]
+    return _to_numpy(self, "asscalar").reshape(())[()]
 
 
 def item(self):
     """The value of a size-1 array as a Python scalar (blocks)."""
     if self.size != 1:
         raise ValueError(f"can only convert an array of size 1 to a Python scalar (shape {self.shape})")
-    return self.asnumpy().reshape(()).item()
+    return _to_numpy(self, "item").reshape(()).item()
 
 
 def tolist(self):
     """Nested Python lists (blocks)."""
-    return self.asnumpy().tolist()
+    return _to_numpy(self, "tolist").tolist()
 
 
 def _bool(self):
@@ -176,31 +188,31 @@ def _bool(self):
         raise ValueError(
             "The truth value of an NDArray with more than one element is ambiguous."
         )
-    return bool(self.item())
+    return bool(_to_numpy(self, "bool").reshape(()).item())
 
 
 def _float(self):
     if self.size != 1:
         raise TypeError("only size-1 NDArrays can be converted to Python scalars")
-    return float(self.item())
+    return float(_to_numpy(self, "float").reshape(()).item())
 
 
 def _int(self):
     if self.size != 1:
         raise TypeError("only size-1 NDArrays can be converted to Python scalars")
-    return int(self.item())
+    return int(_to_numpy(self, "int").reshape(()).item())
 
 
 def _array(self, dtype=None, copy=None):
     """NumPy conversion (NumPy 2 signature). Waits for pending writes first."""
-    a = self.asnumpy()
+    a = _to_numpy(self, "__array__")
     if dtype is not None:
         a = a.astype(dtype, copy=False)
     return a
 
 
 def _fmt(self):
-    a = self.asnumpy()
+    a = _to_numpy(self, "print")
     shape = "x".join(str(d) for d in self.shape) if self.ndim else "1"
     body = np.array2string(a, separator=" ") if a.ndim else str(a)
     if a.ndim == 0:
@@ -353,6 +365,7 @@ def _setitem(self, key, value):
 
 
 NDArray.asnumpy = asnumpy
+NDArray.wait_to_read = wait_to_read
 NDArray.asnumpy_async = asnumpy_async
 NDArray.asscalar = asscalar
 NDArray.item = item
@@ -369,11 +382,25 @@ NDArray.__setitem__ = _setitem
 NDArray.__array_priority__ = 1000.0
 
 
+_INT_NAMES = ("uint8", "int8", "int32", "int64")
+
+
+def _int_result(arr, other):
+    """Whether ``arr op other`` stays integer (a scalar takes the array's dtype, as in MXNet)."""
+    return arr._dtype_name in _INT_NAMES and (
+        not isinstance(other, NDArray) or other._dtype_name in _INT_NAMES)
+
+
 def _floordiv(self, other):
+    """``self // other``, rounding toward -inf like Python (integer division truncates)."""
+    if _int_result(self, other):
+        return (self - self % other) / other  # exact: `%` has the divisor's sign
     return (self / other).floor()
 
 
 def _rfloordiv(self, other):
+    if _int_result(self, other):
+        return (other - other % self) / self
     return (other / self).floor()
 
 

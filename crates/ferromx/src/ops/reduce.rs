@@ -88,11 +88,11 @@ fn reduce_slice<T: Arith>(op: ReduceOp, x: &[T]) -> f64 {
         ReduceOp::NanProd => x.iter().map(|v| v.to_f64()).filter(|v| !v.is_nan()).product(),
         ReduceOp::Max => x.iter().fold(f64::NEG_INFINITY, |a, v| {
             let v = v.to_f64();
-            if a.is_nan() || v > a || v.is_nan() { v } else { a }
+            if !a.is_nan() && (v > a || v.is_nan()) { v } else { a }
         }),
         ReduceOp::Min => x.iter().fold(f64::INFINITY, |a, v| {
             let v = v.to_f64();
-            if a.is_nan() || v < a || v.is_nan() { v } else { a }
+            if !a.is_nan() && (v < a || v.is_nan()) { v } else { a }
         }),
     }
 }
@@ -103,8 +103,8 @@ fn combine(op: ReduceOp, a: f64, v: f64) -> f64 {
         ReduceOp::NanSum => if v.is_nan() { a } else { a + v },
         ReduceOp::Prod => a * v,
         ReduceOp::NanProd => if v.is_nan() { a } else { a * v },
-        ReduceOp::Max => if a.is_nan() || v > a || v.is_nan() { v } else { a },
-        ReduceOp::Min => if a.is_nan() || v < a || v.is_nan() { v } else { a },
+        ReduceOp::Max => if !a.is_nan() && (v > a || v.is_nan()) { v } else { a },
+        ReduceOp::Min => if !a.is_nan() && (v < a || v.is_nan()) { v } else { a },
     }
 }
 

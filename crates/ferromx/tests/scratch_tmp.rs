@@ -1,0 +1,41 @@
+mod common;
+use common::*;
+use ferromx::ops::{self, BinOp, IndexMode, ReduceOp};
+#[test]
+fn more_grads() {
+    let a = (vec![0.5, -1.5, 2.0, 0.25, 1.0, -0.75], vec![2, 3]);
+    let c = (vec![0.3, 1.1, -0.4, 0.9, -1.3, 0.2, 0.7, 0.05, -0.6, 1.4, 0.8, -0.2], vec![3, 4]);
+    let ct = (vec![0.3, 0.9, 0.7, 1.4, 1.1, -1.3, 0.05, 0.8, -0.4, 0.2, -0.6, -0.2], vec![4, 3]);
+    let at = (vec![0.5, 0.25, -1.5, 1.0, 2.0, -0.75], vec![3, 2]);
+    check_grad(&[a.clone(), ct.clone()], |x| ops::dot(&x[0], &x[1], false, true), 1e-6);
+    check_grad(&[at.clone(), c.clone()], |x| ops::dot(&x[0], &x[1], true, false), 1e-6);
+    check_grad(&[a.clone()], |x| ops::nn::softmax(&x[0], -1, None), 1e-5);
+    check_grad(&[a.clone()], |x| ops::nn::softmax(&x[0], 0, Some(2.0)), 1e-5);
+    check_grad(&[a.clone()], |x| ops::nn::log_softmax(&x[0], 1, Some(0.5)), 1e-5);
+    check_grad(&[a.clone()], |x| ops::transpose(&x[0], None), 1e-6);
+    check_grad(&[a.clone()], |x| ops::reduce(ReduceOp::Max, &x[0], Some(&[1]), false, false), 1e-6);
+    check_grad(&[a.clone()], |x| ops::reduce(ReduceOp::Prod, &x[0], Some(&[0]), false, false), 1e-6);
+    check_grad(&[a.clone()], |x| ops::broadcast_to(&x[0], ferromx::Shape::new(&[2, 2, 3])), 1e-6);
+    check_grad(&[a.clone(), a.clone()], |x| ops::concat(&x.to_vec(), 1), 1e-6);
+    check_grad(&[a.clone(), a.clone()], |x| ops::stack(&x.to_vec(), 0), 1e-6);
+    check_grad(&[a.clone()], |x| ops::slice_axis(&x[0], 1, 1, None), 1e-6);
+    check_grad(&[a.clone()], |x| ops::slice_axis(&x[0], 0, 1, None), 1e-6);
+    check_grad(&[a.clone()], |x| ops::clip(&x[0], -1.0, 1.0), 1e-6);
+    let idx = arr64(&[2., 0., 2.], &[3]);
+    check_grad(&[a.clone()], |x| ops::take(&x[0], &idx, 1, IndexMode::Clip), 1e-6);
+    let pi = arr64(&[2., 0.], &[2]);
+    check_grad(&[a.clone()], |x| ops::pick(&x[0], &pi, 1, false, IndexMode::Clip), 1e-6);
+    let cond = arr64(&[1., 0., 1., 0., 0., 1.], &[2, 3]);
+    check_grad(&[a.clone(), a.clone()], |x| ops::where_(&cond, &x[0], &ops::scalar(BinOp::Mul, &x[1], 3.0)?), 1e-6);
+    let fx = (vec![0.5, -1.5, 2.0, 0.25, 1.0, -0.75], vec![2, 1, 3]);
+    let w = (vec![0.3, 1.1, -0.4, 0.9, -1.3, 0.2], vec![2, 3]);
+    check_grad(&[fx, w], |x| ops::nn::fully_connected(&x[0], &x[1], None, 2, false), 1e-6);
+    let lbl = arr64(&[2., 0.], &[2]);
+    check_grad(&[a.clone()], |x| ops::nn::softmax_ce_loss(&x[0], &lbl), 1e-5);
+    check_grad(&[a.clone()], |x| ops::reduce(ReduceOp::Mean, &x[0], Some(&[0, 1]), false, false), 1e-6);
+    check_grad(&[a.clone()], |x| ops::unary(ops::UnaryOp::Tanh, &x[0]), 1e-6);
+    let g = (vec![1.0, 1.5], vec![2]);
+    let b = (vec![0.1, -0.1], vec![2]);
+    let lx = (vec![0.5, -1.5, 2.0, 0.25], vec![2, 2]);
+    check_grad(&[lx, g, b], |x| ops::nn::layer_norm(&x[0], &x[1], &x[2], -1, 1e-5), 1e-4);
+}
