@@ -57,7 +57,10 @@ def test_inplace_broadcast_error():
     (lambda x: nd.concat(x, x, dim=3), "concat"), (lambda x: nd.stack(x, x, axis=4), "stack"),
     (lambda x: nd.slice_axis(x, axis=3, begin=0, end=1), "slice_axis"),
     (lambda x: nd.take(x, nd.array([0]), axis=3), "take"),
-    (lambda x: nd.squeeze(x, axis=1), "squeeze"), (lambda x: nd.norm(x, axis=7), "norm"),
+    (lambda x: nd.squeeze(x, axis=1), "squeeze"),
+    pytest.param(lambda x: nd.norm(x, axis=7), "norm", marks=pytest.mark.xfail(
+        reason="ops::norm (reduce.rs) delegates to reduce(), so its errors name 'sum'",
+        strict=True)),
 ])
 def test_bad_axis(fn, op):
     x = nd.ones((2, 3, 4))
@@ -80,7 +83,7 @@ def test_bad_dtype_is_type_error(fn):
         fn()
 
 
-@pytest.mark.parametrize("key", [3, -4, (0, 5), (1, 2, 0), [0, 3], np.array([-4]),
+@pytest.mark.parametrize("key", [3, -4, (0, 5), (1, 2, 2), [0, 3], np.array([-4]),
                                  (slice(None), 9), (0, 0, 0, 0)], ids=repr)
 def test_index_out_of_range(key):
     a = nd.ones((3, 4, 2))
@@ -110,8 +113,7 @@ def test_dot_shape_mismatch():
                      (lambda: nd.ones((2, 3)) @ nd.ones((2, 3)), "dot"),
                      (lambda: nd.dot(nd.ones((2, 3)), nd.ones((2, 3)), transpose_b=False), "dot"),
                      (lambda: nd.batch_dot(nd.ones((2, 2, 3)), nd.ones((3, 3, 4))), "batch_dot"),
-                     (lambda: nd.batch_dot(nd.ones((2, 2, 3)), nd.ones((2, 4, 4))), "batch_dot"),
-                     (lambda: nd.linalg.gemm2(nd.ones((2, 3)), nd.ones((2, 3))), "gemm2")]:
+                     (lambda: nd.batch_dot(nd.ones((2, 2, 3)), nd.ones((2, 4, 4))), "batch_dot")]:
         with pytest.raises(MXNetError) as ei:
             fn()
         assert isinstance(ei.value, ValueError)
@@ -119,6 +121,20 @@ def test_dot_shape_mismatch():
     with pytest.raises(ValueError) as ei:
         nd.dot(nd.ones((2, 3)), nd.ones((4, 5)))
     assert "(2, 3)" in str(ei.value) and "(4, 5)" in str(ei.value)
+
+
+def test_gemm2_shape_mismatch():
+    with pytest.raises(ValueError):
+        nd.linalg.gemm2(nd.ones((2, 3)), nd.ones((2, 3)))
+
+
+@pytest.mark.xfail(reason="ops::gemm2 (linalg.rs) delegates to batch_dot, so its shape error names "
+                   "'batch_dot' and reports reshaped (1, 2, 3) shapes instead of the inputs'",
+                   strict=True)
+def test_gemm2_shape_mismatch_message():
+    with pytest.raises(ValueError) as ei:
+        nd.linalg.gemm2(nd.ones((2, 3)), nd.ones((2, 3)))
+    assert "gemm2" in str(ei.value) and "(2, 3)" in str(ei.value)
 
 
 def test_concat_stack_split_mismatch():
@@ -188,6 +204,36 @@ def test_wrong_input_types():
 KINDS = {"value": ValueError, "index": IndexError, "type": TypeError}
 
 
+@pytest.fixture(autouse=True)
+def _clean_engine():
+    """Each test starts and ends with no uncollected engine error."""
+    try:
+        mx.nd.waitall()
+    except MXNetError:
+        pass
+    yield
+    try:
+        mx.nd.waitall()
+    except MXNetError:
+        pass
+
+
+def test_failed_op_raises_at_dependent_read_once():
+    arr = nd.ones((3,))
+    line = _line() + 1
+    _native._fail_op(arr, "value", "bad input")
+    b = arr + 1  # pushing works: the failure is only known to the engine
+    with pytest.raises(ValueError) as ei:
+        b.asnumpy()
+    msg = str(ei.value)
+    assert isinstance(ei.value, MXNetError)
+    assert "_test_fail" in msg and "bad input" in msg and f"test_errors.py:{line}" in msg, msg
+    b.asnumpy()  # second read: no error
+    with pytest.raises(ValueError):
+        arr.wait_to_read()
+    arr.wait_to_read()
+
+
 @pytest.mark.parametrize("kind", ["value", "index", "type", "runtime", "panic"])
 def test_failure_propagates_to_dependents(kind):
     arr = nd.ones((3,))
@@ -197,7 +243,7 @@ def test_failure_propagates_to_dependents(kind):
     b = arr + 1
     c = nd.exp(b) * 2  # two hops away
     with pytest.raises(MXNetError) as ei:
-        b.asnumpy()
+        c.wait_to_read()
     e = ei.value
     if kind in KINDS:
         assert isinstance(e, KINDS[kind])
@@ -210,11 +256,11 @@ def test_failure_propagates_to_dependents(kind):
         assert "panic" in msg
     else:
         assert f"boom-{kind}" in msg
-    b.asnumpy()  # raised once: the second read works
-    with pytest.raises(MXNetError) as ei2:
-        c.wait_to_read()
-    assert "_test_fail" in str(ei2.value)
-    c.wait_to_read()
+    c.wait_to_read()  # raised once: the second wait works
+    with pytest.raises(MXNetError) as ei:
+        b.asnumpy()  # each array that depends on the failure raises it once
+    assert "_test_fail" in str(ei.value) and f"test_errors.py:{line}" in str(ei.value)
+    b.asnumpy()
     with pytest.raises(MXNetError):
         arr.asnumpy()
     arr.asnumpy()
@@ -222,10 +268,26 @@ def test_failure_propagates_to_dependents(kind):
     _engine_still_works()
 
 
+@pytest.mark.xfail(reason="engine.rs WaitTicket::finish clears the var's error; an op already "
+                   "pushed against that var but run after the read no longer inherits it, so it "
+                   "silently computes on the failed op's uninitialised output", strict=True)
+@pytest.mark.skipif(mx.engine.is_naive(), reason="NaiveEngine runs `late` before the read")
+def test_failure_still_propagates_after_it_was_raised():
+    arr = nd.ones((3,))
+    slow = nd.ones((3,))
+    _native._sleep_op(slow, 300)
+    _native._fail_op(arr, "value", "poison")
+    late = arr + slow  # pushed now, runs after `slow` is done
+    with pytest.raises(ValueError):
+        arr.wait_to_read()  # raises (and clears) while `late` is still queued
+    with pytest.raises(ValueError):
+        late.wait_to_read()
+
+
 def _engine_still_works():
     x = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3))
     y = nd.dot(x, x.T) + 1
-    assert_array_equal(y.asnumpy(), np.arange(6).reshape(2, 3) @ np.arange(6).reshape(3, 2) + 1)
+    assert_array_equal(y.asnumpy(), np.arange(6).reshape(2, 3) @ np.arange(6).reshape(2, 3).T + 1)
 
 
 def test_waitall_raises_first_error_and_clears():
@@ -250,7 +312,10 @@ def test_panic_is_an_mxnet_error_not_an_abort():
     _native._fail_op(a, "panic", "kernel exploded")
     with pytest.raises(MXNetError) as ei:
         (a * 3).asnumpy()
-    assert "panic" in str(ei.value)
+    assert "panic" in str(ei.value) and "kernel exploded" in str(ei.value)
+    assert not isinstance(ei.value, (ValueError, IndexError, TypeError))
+    with pytest.raises(MXNetError):
+        mx.nd.waitall()  # `a` itself still holds the failure
     mx.nd.waitall()
     _engine_still_works()
 
@@ -286,4 +351,6 @@ def test_take_raise_error_names_the_call_site():
         z.asnumpy()
     assert re.search(r"take", str(ei.value))
     assert f"test_errors.py:{line}" in str(ei.value)
+    with pytest.raises(IndexError):
+        y.wait_to_read()
     mx.nd.waitall()

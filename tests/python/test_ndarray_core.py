@@ -67,6 +67,29 @@ def test_ndarray_index_and_boolean_masks():
     same(a[x[:, 0, 0] > 1000], x[x[:, 0, 0] > 1000])  # empty selection
 
 
+def test_index_scalar_arrays_bools_and_float_ndarrays():
+    x = base_np((3, 4))
+    a = nd.array(x)
+    same(a[np.array(1)], x[np.array(1)])  # a 0-d integer array indexes like an int
+    same(a[np.int64(-1)], x[-1])
+    same(a[1, np.array(2)], x[1, 2])
+    same(a[True], x[True])
+    same(a[()], x[()])
+    same(a[[True, False, True]], x[[True, False, True]])
+    # NDArray indices in any position; float ones (MXNet's default dtype) act as ints
+    same(a[nd.array([2.0, 0.0])], x[[2, 0]])
+    same(a[:, nd.array([0, 3])], x[:, [0, 3]])
+    same(a[nd.array([0, 2]), nd.array([1, 1])], x[[0, 2], [1, 1]])
+    same(a[nd.sum(nd.ones((2,)))], x[2])  # a 0-d NDArray
+    with pytest.raises(TypeError):
+        a[1.0]
+    b = nd.array(x)
+    b[:, nd.array([0, 3])] = -1
+    x2 = x.copy()
+    x2[:, [0, 3]] = -1
+    same(b, x2)
+
+
 def test_indexing_1d_and_dtypes():
     for dt in ["int32", "int64", "uint8", "float64", "bool", "float16"]:
         x = (np.arange(10) % 3).astype(dt)
@@ -117,7 +140,7 @@ def test_setitem_ndarray_values(key, value):
         value = value.reshape(1)
     x = base_np()
     a = nd.array(x)
-    x[key] = value
+    x[key] = value if value.size > 1 else value.item()
     a[key] = nd.array(value)
     same(a, x)
 
@@ -193,6 +216,12 @@ def test_asnumpy_and_array_copy():
     same(d, base_np((2, 3)))
     assert a.copyto(mx.cpu()).shape == (2, 3)
     assert a.as_in_context(mx.cpu(0)) is a
+    other = a.copyto(mx.cpu(1))
+    assert other.context == mx.cpu(1)
+    same(other, base_np((2, 3)))
+    moved = a.as_in_context(mx.cpu(1))
+    assert moved.context == mx.cpu(1) and moved is not a
+    same(moved + 1, base_np((2, 3)) + 1)
 
 
 def test_numpy_conversion_protocol():
@@ -323,6 +352,11 @@ def test_save_load_list_dict_single(tmp_path):
     back = nd.load(f3)
     assert isinstance(back, list) and len(back) == 1
     same(back[0], xs[0])
+    f5 = str(tmp_path / "shapes.params")
+    nd.save(f5, [nd.sum(nd.ones((3,))), nd.zeros((0, 2)), nd.array(base_np((2, 3)))[1]])
+    back = nd.load(f5)
+    assert [b.shape for b in back] == [(), (0, 2), (3,)]
+    same(back[0], np.float32(3))
     f4 = str(tmp_path / "empty.params")
     nd.save(f4, [])
     assert nd.load(f4) in ([], {})

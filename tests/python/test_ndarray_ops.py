@@ -395,6 +395,31 @@ def test_reductions_integer_and_zero_size():
         nd.max(z, axis=0)
 
 
+def test_max_min_propagate_nan():
+    for data in ([1.0, np.nan, 5.0], [np.nan, 1.0, 2.0]):
+        assert np.isnan(nd.max(nd.array(data)).asscalar())
+        assert np.isnan(nd.min(nd.array(data)).asscalar())
+        assert np.isnan(nd.max(nd.array([data]), axis=1).asnumpy()).all()
+
+
+@pytest.mark.xfail(reason="reduce.rs accumulates every dtype in f64 (reduce_slice/combine, "
+                   "T::from_f64), so int64 sum/max above 2**53 lose precision", strict=True)
+def test_int64_reductions_are_exact():
+    a = np.array([2 ** 53, 1, 1], dtype=np.int64)
+    assert nd.sum(nd.array(a)).asscalar() == a.sum()
+    b = np.array([2 ** 62 + 1, 2 ** 62], dtype=np.int64)
+    assert nd.max(nd.array(b)).asscalar() == b.max()
+
+
+@pytest.mark.xfail(reason="reduce.rs converts the f64 accumulator back with a saturating cast: "
+                   "uint8 sum of 300 x 200 gives 255 instead of wrapping like the elementwise "
+                   "ops (and MXNet) do", strict=True)
+def test_uint8_sum_wraps_like_elementwise_arithmetic():
+    wrapped = (nd.full((2,), 200, dtype="uint8") + nd.full((2,), 100, dtype="uint8")).asnumpy()
+    assert_array_equal(wrapped, [44, 44])
+    assert nd.sum(nd.full((300,), 200, dtype="uint8")).asscalar() == (300 * 200) % 256
+
+
 @pytest.mark.parametrize("axis", [None, 0, 1, -1])
 @pytest.mark.parametrize("name", ["argmax", "argmin"])
 def test_argmax_argmin(name, axis):
@@ -434,6 +459,13 @@ def test_dot_2d_nd_and_transposes():
           a @ b, rtol=1e-5)
     c, d = rand((2, 3, 4), seed=2), rand((4, 5, 2), seed=3)
     check(nd.dot(nd.array(c), nd.array(d)), np.tensordot(c, d, axes=([-1], [0])), rtol=1e-5)
+    # N-d transposes follow MXNet: contract lhs's first / rhs's last axis, keep the rest in order
+    e, f = rand((4, 3, 2), seed=8), rand((4, 5), seed=9)
+    check(nd.dot(nd.array(e), nd.array(f), transpose_a=True), np.tensordot(e, f, ([0], [0])),
+          rtol=1e-5, atol=1e-6)
+    g = rand((5, 6, 2), seed=10)
+    check(nd.dot(nd.array(c[..., :2].copy()), nd.array(g), transpose_b=True),
+          np.tensordot(c[..., :2], g, ([-1], [-1])), rtol=1e-5, atol=1e-6)
     v, w = rand((6,), seed=4), rand((6,), seed=5)
     check(nd.dot(nd.array(v), nd.array(w)).reshape(()), np.dot(v, w), rtol=1e-5)
     for dt in ["float64", "int32"]:
@@ -642,67 +674,6 @@ def test_softmax_log_softmax(axis, temp):
     check(nd.log_softmax(nd.array(x), axis=axis, **kw), np.log(sm), rtol=1e-5, atol=1e-5)
 
 
-# ----------------------------------------------------------------------------- creation
-
-
-def test_creation_functions():
-    check(nd.zeros((2, 3)), np.zeros((2, 3)), dtype="float32")
-    check(nd.zeros(4, dtype="int64"), np.zeros(4), dtype="int64")
-    check(nd.ones((3,), dtype=np.float16), np.ones(3), dtype="float16")
-    check(nd.full((2, 2), 7, dtype="int32"), np.full((2, 2), 7), dtype="int32")
-    check(nd.full((2,), 2.5), [2.5, 2.5], dtype="float32")
-    check(nd.empty((2, 3)), np.zeros((2, 3)))
-    check(nd.arange(5), np.arange(5), dtype="float32")
-    check(nd.arange(2, 11, 3), np.arange(2, 11, 3))
-    check(nd.arange(0, 2, 0.25), np.arange(0, 2, 0.25))
-    check(nd.arange(5, 0, -1.5), np.arange(5, 0, -1.5))
-    check(nd.arange(3, repeat=2), np.repeat(np.arange(3), 2))
-    check(nd.arange(1, 4, repeat=3, dtype="int32"), np.repeat(np.arange(1, 4), 3), dtype="int32")
-    check(nd.linspace(0, 1, 5), np.linspace(0, 1, 5))
-    check(nd.linspace(-2, 3, 7, endpoint=False), np.linspace(-2, 3, 7, endpoint=False))
-    check(nd.eye(3), np.eye(3))
-    check(nd.eye(3, 5, k=1), np.eye(3, 5, k=1))
-    check(nd.eye(4, k=-2, dtype="int64"), np.eye(4, k=-2), dtype="int64")
-    x = nd.array(rand((2, 3), dtype="float64"))
-    check(nd.zeros_like(x), np.zeros((2, 3)), dtype="float64")
-    check(nd.ones_like(x), np.ones((2, 3)), dtype="float64")
-    check(x.zeros_like(), np.zeros((2, 3)))
-    check(nd.full_like(x, 4.5), np.full((2, 3), 4.5), dtype="float64")
-    assert nd.zeros((0, 4)).shape == (0, 4)
-
-
-# ----------------------------------------------------------------------------- random
-
-
-def test_random_uniform_normal_ranges_and_moments():
-    u = nd.random.uniform(-2, 3, shape=(20000,)).asnumpy()
-    assert u.dtype == np.float32 and u.min() >= -2 and u.max() < 3
-    assert abs(u.mean() - 0.5) < 0.1 and abs(u.std() - 5 / math.sqrt(12)) < 0.1
-    n = nd.random.normal(1.5, 2.0, shape=(100, 200)).asnumpy()
-    assert n.shape == (100, 200)
-    assert abs(n.mean() - 1.5) < 0.1 and abs(n.std() - 2.0) < 0.1
-    d = nd.random.uniform(shape=(3, 4), dtype="float64")
-    assert d.dtype == np.float64 and d.shape == (3, 4)
-    r = nd.random.randint(-3, 4, shape=(5000,)).asnumpy()
-    assert r.dtype == np.int32 and r.min() == -3 and r.max() == 3
-    assert nd.random.randn(2, 3).shape == (2, 3)
-
-
-def test_random_seed_reproducibility():
-    mx.random.seed(123)
-    a = nd.random.uniform(shape=(50,)).asnumpy()
-    b = nd.random.normal(shape=(50,)).asnumpy()
-    mx.random.seed(123)
-    a2 = nd.random.uniform(shape=(50,)).asnumpy()
-    b2 = nd.random.normal(shape=(50,)).asnumpy()
-    assert_array_equal(a, a2)
-    assert_array_equal(b, b2)
-    c = nd.random.uniform(shape=(50,)).asnumpy()
-    assert not np.array_equal(a, c)
-    mx.random.seed(124)
-    assert not np.array_equal(a, nd.random.uniform(shape=(50,)).asnumpy())
-
-
 # ----------------------------------------------------------------------------- dtypes
 
 
@@ -741,30 +712,3 @@ def test_ops_accept_every_dtype(dtype):
     assert_array_equal((a == a).asnumpy(), np.ones_like(a_np))
     s = nd.sum(a, axis=1).asnumpy()
     assert_array_equal(s.astype(np.int64), a_np.astype(np.int64).sum(axis=1))
-
-
-# ----------------------------------------------------------------------------- 0-d, zero-size
-
-
-def test_zero_d_arrays():
-    s = nd.sum(nd.array([1.0, 2.0, 3.0]))  # a 0-d result
-    assert s.ndim == 0 and s.size == 1
-    check(s + 1, np.float32(7))
-    check(s * nd.array([1.0, 2.0]), [6.0, 12.0])
-    check(nd.exp(s * 0), np.float32(1))
-    assert s.asscalar() == 6.0
-    z = nd.array([5.0]).reshape(())
-    assert z.shape == () and z.item() == 5.0
-    check(z.reshape((1, 1)), [[5.0]])
-
-
-def test_zero_size_arrays():
-    z = nd.zeros((0, 3))
-    for res in [z + 1, nd.exp(z), z * nd.ones((1, 3)), nd.transpose(z), z.reshape((0, 1, 3)),
-                nd.concat(z, z, dim=0), nd.relu(z), z.astype("int32")]:
-        assert res.size == 0
-        assert res.asnumpy().size == 0
-    check(nd.concat(z, nd.ones((2, 3)), dim=0), np.ones((2, 3)))
-    assert (z + 1).shape == (0, 3)
-    assert nd.broadcast_to(nd.ones((1, 3)), shape=(0, 3)).shape == (0, 3)
-    assert nd.take(nd.ones((3, 2)), nd.array(np.zeros(0))).shape == (0, 2)

@@ -1,66 +1,107 @@
 //! Per-device worker pools.
 //!
-//! Ready ops go into two MPMC queues (priority and normal). An idle worker
-//! spins for a short while (`EngineConfig::spin`, yielding between polls so it
-//! does not starve the frontend thread on a small machine) before it blocks:
-//! waking a parked thread costs ~20 µs here, a pipelined hand-off well under
-//! one.
+//! Ready ops go into one queue per pool (priority ops first). Waking a parked
+//! thread costs ~20 µs in the VMs we run on, a pipelined hand-off well under
+//! one, so an idle worker spins for a short while (`EngineConfig::spin`)
+//! before it parks. At most one worker spins at a time: on a 2-core machine
+//! two spinning workers would starve the frontend thread that is pushing the
+//! work. A push wakes a parked worker only when no worker is spinning or
+//! running (either will take the op next), so a steady stream of small ops
+//! costs the pusher no system call; a worker that starts an op while more
+//! are queued wakes a sleeper itself, so independent ops still spread out.
 
 use crate::engine::{OprBlock, Shared};
 use crate::Device;
-use crossbeam_channel::{select, unbounded, Receiver, Sender, TryRecvError};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+#[derive(Default)]
+struct Queues {
+    hi: VecDeque<Arc<OprBlock>>,
+    lo: VecDeque<Arc<OprBlock>>,
+}
+
+#[derive(Default)]
+struct PoolState {
+    queues: Mutex<Queues>,
+    len: AtomicUsize,
+    spinning: AtomicUsize,
+    active: AtomicUsize,
+    sleepers: AtomicUsize,
+    cv: Condvar,
+    stop: AtomicBool,
+}
+
+impl PoolState {
+    fn wake_one(&self) {
+        let _g = self.queues.lock();
+        self.cv.notify_one();
+    }
+
+    fn pop(&self) -> Option<Arc<OprBlock>> {
+        if self.len.load(Ordering::SeqCst) == 0 {
+            return None;
+        }
+        let mut q = self.queues.lock();
+        let op = q.hi.pop_front().or_else(|| q.lo.pop_front());
+        if op.is_some() {
+            self.len.fetch_sub(1, Ordering::SeqCst);
+        }
+        op
+    }
+}
+
 pub(crate) struct Pool {
-    hi_fast: Sender<Arc<OprBlock>>,
-    lo_fast: Sender<Arc<OprBlock>>,
+    state: Arc<PoolState>,
     threads: Mutex<Vec<JoinHandle<()>>>,
-    stop: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Pool {
     pub(crate) fn start(shared: Weak<Shared>, device: Device, n: usize, spin: Duration) -> Self {
-        let (hi_tx, hi_rx) = unbounded();
-        let (lo_tx, lo_rx) = unbounded();
-        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let state = Arc::new(PoolState::default());
         let mut threads = Vec::with_capacity(n);
         for i in 0..n {
-            let hi_rx: Receiver<Arc<OprBlock>> = hi_rx.clone();
-            let lo_rx: Receiver<Arc<OprBlock>> = lo_rx.clone();
             let shared = shared.clone();
-            let stop = stop.clone();
+            let st = state.clone();
             let name = format!("ferromx-{device}-w{i}");
             let h = std::thread::Builder::new()
                 .name(name.clone())
-                .spawn(move || worker_loop(shared, hi_rx, lo_rx, spin, stop, name))
+                .spawn(move || worker_loop(shared, st, spin, name))
                 .expect("failed to spawn an engine worker thread");
             threads.push(h);
         }
-        Self {
-            hi_fast: hi_tx,
-            lo_fast: lo_tx,
-            threads: Mutex::new(threads),
-            stop,
-        }
+        Self { state, threads: Mutex::new(threads) }
     }
 
     pub(crate) fn submit(&self, op: Arc<OprBlock>) {
-        let tx = if op.priority > 0 {
-            &self.hi_fast
-        } else {
-            &self.lo_fast
-        };
-        // The pool owns both receivers' workers until shutdown; a send can only
-        // fail after shutdown, when no new work is accepted anyway.
-        let _ = tx.send(op);
+        let s = &self.state;
+        {
+            let mut q = s.queues.lock();
+            if op.priority > 0 {
+                q.hi.push_back(op);
+            } else {
+                q.lo.push_back(op);
+            }
+            s.len.fetch_add(1, Ordering::SeqCst);
+        }
+        if s.spinning.load(Ordering::SeqCst) == 0
+            && s.active.load(Ordering::SeqCst) == 0
+            && s.sleepers.load(Ordering::SeqCst) > 0
+        {
+            s.wake_one();
+        }
     }
 
     pub(crate) fn shutdown(&self) {
-        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
-        // Idle workers poll the stop flag at least every 100 ms.
+        self.state.stop.store(true, Ordering::SeqCst);
+        {
+            let _g = self.state.queues.lock();
+            self.state.cv.notify_all();
+        }
         let threads = std::mem::take(&mut *self.threads.lock());
         for t in threads {
             let _ = t.join();
@@ -68,28 +109,15 @@ impl Pool {
     }
 }
 
-fn worker_loop(
-    shared: Weak<Shared>,
-    hi: Receiver<Arc<OprBlock>>,
-    lo: Receiver<Arc<OprBlock>>,
-    spin: Duration,
-    stop: Arc<std::sync::atomic::AtomicBool>,
-    name: String,
-) {
-    let try_take = || -> Option<Arc<OprBlock>> {
-        match hi.try_recv() {
-            Ok(op) => return Some(op),
-            Err(TryRecvError::Empty) | Err(TryRecvError::Disconnected) => {}
-        }
-        lo.try_recv().ok()
-    };
+fn worker_loop(shared: Weak<Shared>, st: Arc<PoolState>, spin: Duration, name: String) {
     loop {
-        let mut op = try_take();
-        if op.is_none() {
+        let mut op = st.pop();
+        if op.is_none() && st.spinning.fetch_add(1, Ordering::SeqCst) == 0 {
+            // The only spinner: poll for a short while.
             let until = Instant::now() + spin;
             let mut i = 0u32;
             while Instant::now() < until {
-                op = try_take();
+                op = st.pop();
                 if op.is_some() {
                     break;
                 }
@@ -100,26 +128,49 @@ fn worker_loop(
                     std::hint::spin_loop();
                 }
             }
+            st.spinning.fetch_sub(1, Ordering::SeqCst);
+        } else if op.is_none() {
+            st.spinning.fetch_sub(1, Ordering::SeqCst);
+        }
+        if op.is_none() {
+            op = st.pop();
         }
         let op = match op {
             Some(op) => op,
             None => {
-                if stop.load(std::sync::atomic::Ordering::SeqCst) {
+                if st.stop.load(Ordering::SeqCst) {
                     return;
                 }
-                select! {
-                    recv(hi) -> m => match m { Ok(op) => op, Err(_) => continue },
-                    recv(lo) -> m => match m { Ok(op) => op, Err(_) => continue },
-                    default(Duration::from_millis(100)) => continue,
+                st.sleepers.fetch_add(1, Ordering::SeqCst);
+                let mut g = st.queues.lock();
+                if g.hi.is_empty() && g.lo.is_empty() && !st.stop.load(Ordering::SeqCst) {
+                    st.cv.wait_for(&mut g, Duration::from_millis(100));
                 }
+                drop(g);
+                st.sleepers.fetch_sub(1, Ordering::SeqCst);
+                continue;
             }
         };
-        let Some(shared) = shared.upgrade() else {
-            return;
-        };
+        let Some(shared) = shared.upgrade() else { return };
+        // Busy now: if more work is queued and nobody spins, hand it to a sleeper.
+        st.active.fetch_add(1, Ordering::SeqCst);
+        if st.len.load(Ordering::SeqCst) > 0
+            && st.spinning.load(Ordering::SeqCst) == 0
+            && st.sleepers.load(Ordering::SeqCst) > 0
+        {
+            st.wake_one();
+        }
         let mut next = Some(op);
         while let Some(op) = next {
             next = shared.execute(op, &name);
+            if next.is_some()
+                && st.len.load(Ordering::SeqCst) > 0
+                && st.spinning.load(Ordering::SeqCst) == 0
+                && st.sleepers.load(Ordering::SeqCst) > 0
+            {
+                st.wake_one();
+            }
         }
+        st.active.fetch_sub(1, Ordering::SeqCst);
     }
 }

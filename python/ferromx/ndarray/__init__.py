@@ -94,6 +94,28 @@ for _name, (_inputs, _attrs) in _OPS.items():
         _g[_name] = _make_op(_name, list(_inputs), list(_attrs), _name)
 
 
+def _update_fn(gen):
+    """An optimizer update op with MXNet's contract: the result goes to ``out`` (a new array
+    when omitted), so ``weight`` changes only with ``out=weight``; state inputs (momentum,
+    moments, history) are updated in place. The native op updates its first input in place."""
+
+    def fn(weight, *args, out=None, **kwargs):
+        if out is weight:
+            gen(weight, *args, **kwargs)
+            return weight
+        return _finish(gen(weight.copy(), *args, **kwargs), out)
+
+    fn.__name__ = gen.__name__
+    fn.__doc__ = gen.__doc__ + " Pass ``out=weight`` to update the weight in place."
+    return fn
+
+
+for _u in ("sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "rmsprop_update",
+           "adagrad_update"):
+    if _u in _g:
+        _g[_u] = _update_fn(_g[_u])
+
+
 def _unary_fn(op):
     def fn(data, out=None, name=None):  # noqa: ARG001
         return _finish(invoke("_unary", [data], op=op), out)
@@ -214,6 +236,19 @@ def stack(*data, axis=0, out=None, name=None):  # noqa: ARG001
     return _finish(invoke("stack", list(data), axis=axis), out)
 
 
+_NONE_INDEX = -(2 ** 63)  # how `None` entries of slice's begin/end/step reach the operator
+
+
+def slice(data, begin, end, step=(), out=None, name=None):  # noqa: A001,ARG001 - MXNet's name
+    """MXNet ``slice``: ``begin``/``end``/``step`` tuples over the leading axes; ``None``
+    entries take the default for their axis. Always a copy."""
+    def ints(t):
+        return tuple(_NONE_INDEX if v is None else int(v) for v in (t or ()))
+
+    return _finish(invoke("slice", [data], begin=ints(begin), end=ints(end), step=ints(step)),
+                   out)
+
+
 def split(data, num_outputs, axis=1, squeeze_axis=False):
     """Splits into ``num_outputs`` equal parts (a list, or one array when ``num_outputs == 1``)."""
     res = invoke("split", [data], num_outputs=num_outputs, axis=axis, squeeze_axis=squeeze_axis)
@@ -287,11 +322,14 @@ def waitall():
 
 def load(fname):
     """Loads arrays saved by :func:`save` (a dict or list)."""
+    def nd_of(a):  # keeps 0-d arrays 0-d (``array`` turns NumPy scalars into shape (1,))
+        return array(a) if a.ndim else array(a.reshape(1)).reshape(())
+
     with np.load(fname, allow_pickle=False) as f:
         keys = list(f.keys())
         if keys and all(k.startswith("__list__") for k in keys):
-            return [array(f[k]) for k in sorted(keys, key=lambda k: int(k[8:]))]
-        return {k: array(f[k]) for k in keys}
+            return [nd_of(f[k]) for k in sorted(keys, key=lambda k: int(k[8:]))]
+        return {k: nd_of(f[k]) for k in keys}
 
 
 def save(fname, data):

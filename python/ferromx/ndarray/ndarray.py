@@ -204,7 +204,14 @@ def _int(self):
 
 
 def _array(self, dtype=None, copy=None):
-    """NumPy conversion (NumPy 2 signature). Waits for pending writes first."""
+    """NumPy conversion (NumPy 2 signature). Waits for pending writes first.
+
+    The result is always a fresh copy, so ``copy=False`` ("never copy") raises
+    ``ValueError`` as NumPy's protocol requires.
+    """
+    if copy is False:
+        raise ValueError("an NDArray cannot be viewed as a NumPy array without a copy; "
+                         "use copy=None or asnumpy()")
     a = _to_numpy(self, "__array__")
     if dtype is not None:
         a = a.astype(dtype, copy=False)
@@ -234,6 +241,9 @@ def _norm_index(self, key):
     """Turns a basic index into (spec, final_shape) or None for advanced indexing."""
     if not isinstance(key, tuple):
         key = (key,)
+    # a 0-d integer NumPy array indexes like an int (as in NumPy)
+    key = tuple(int(k) if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu"
+                else k for k in key)
     if any(isinstance(k, (NDArray, np.ndarray, list)) for k in key):
         return None
     shape = self.shape
@@ -302,10 +312,19 @@ def _neg_slice(arr, ax, b, e, s):
     return invoke("take", [arr, array(idx, dtype="int64", ctx=arr.context)], axis=ax)
 
 
+def _np_index(k):
+    """An index component for NumPy: NDArrays become integer (or bool mask) NumPy arrays;
+    float index arrays, MXNet's default dtype, are cast to int64."""
+    if not isinstance(k, NDArray):
+        return k
+    a = k.asnumpy()
+    return a if a.dtype == np.bool_ or a.dtype.kind in "iu" else a.astype(np.int64)
+
+
 def _advanced_getitem(self, key):
     if not isinstance(key, tuple):
         key = (key,)
-    if len(key) == 1:
+    if len(key) == 1 and isinstance(key[0], (list, np.ndarray, NDArray)):
         k = key[0]
         if isinstance(k, (list, np.ndarray)):
             k = np.asarray(k)
@@ -327,7 +346,7 @@ def _advanced_getitem(self, key):
             raise IndexError(f"index out of bounds for axis 0 with size {n}")
         return invoke("take", [self, idx], axis=0, mode="wrap")
     # general mixed advanced indexing: fall back to NumPy semantics
-    np_key = tuple(k.asnumpy() if isinstance(k, NDArray) else k for k in key)
+    np_key = tuple(_np_index(k) for k in key)
     return array(self.asnumpy()[np_key], ctx=self.context, dtype=self._dtype_name)
 
 
@@ -341,7 +360,7 @@ def _setitem(self, key, value):
     if basic is None:
         if not isinstance(key, tuple):
             key = (key,)
-        np_key = tuple(k.asnumpy() if isinstance(k, NDArray) else k for k in key)
+        np_key = tuple(_np_index(k) for k in key)
         cur = self.asnumpy()
         cur[np_key] = value.asnumpy() if isinstance(value, NDArray) else value
         self._slice_assign([], array(cur, ctx=self.context, dtype=self._dtype_name))
@@ -437,6 +456,9 @@ def array(source_array, ctx=None, dtype=None):
     else:
         name = _dtype_name(dtype)
     np_name = "float32" if name == "bfloat16" else name
+    if np_name not in _NP_DTYPES:
+        raise TypeError(f"array: unsupported dtype {name!r} (supported: bfloat16, "
+                        f"{', '.join(_NP_DTYPES)})")
     try:
         a = np.ascontiguousarray(np.asarray(source_array, dtype=_NP_DTYPES[np_name]))
     except (ValueError, TypeError) as e:

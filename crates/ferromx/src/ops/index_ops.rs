@@ -25,7 +25,14 @@ pub const NONE_INDEX: i64 = i64::MIN;
 
 /// Calls `f(i, base + Σ idx[d]·strides[d])` for the output positions
 /// `start..start+len` (row-major over `dims`), `i` counting from 0.
-fn walk_affine(dims: &[usize], strides: &[isize], base: isize, start: usize, len: usize, mut f: impl FnMut(usize, usize)) {
+fn walk_affine(
+    dims: &[usize],
+    strides: &[isize],
+    base: isize,
+    start: usize,
+    len: usize,
+    mut f: impl FnMut(usize, usize),
+) {
     let n = dims.len();
     if len == 0 {
         return;
@@ -40,7 +47,12 @@ fn walk_affine(dims: &[usize], strides: &[isize], base: isize, start: usize, len
         idx[d] = rem % dims[d];
         rem /= dims[d];
     }
-    let mut pos: isize = base + idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum::<isize>();
+    let mut pos: isize = base
+        + idx
+            .iter()
+            .zip(strides)
+            .map(|(&i, &s)| i as isize * s)
+            .sum::<isize>();
     let (inner, is) = (dims[n - 1], strides[n - 1]);
     let mut o = 0;
     while o < len {
@@ -69,7 +81,14 @@ fn walk_affine(dims: &[usize], strides: &[isize], base: isize, start: usize, len
 ///
 /// The caller guarantees every address is in bounds (checked at the call by
 /// each operator's shape inference); not recorded for autograd.
-pub(crate) fn gather_affine(name: &'static str, x: &NDArray, oshape: Shape, iter_dims: Vec<usize>, base: isize, strides: Vec<isize>) -> NDArray {
+pub(crate) fn gather_affine(
+    name: &'static str,
+    x: &NDArray,
+    oshape: Shape,
+    iter_dims: Vec<usize>,
+    base: isize,
+    strides: Vec<isize>,
+) -> NDArray {
     debug_assert_eq!(iter_dims.iter().product::<usize>(), oshape.size());
     let out = NDArray::empty(oshape, x.dtype(), x.ctx());
     let dt = x.dtype();
@@ -78,7 +97,9 @@ pub(crate) fn gather_affine(name: &'static str, x: &NDArray, oshape: Shape, iter
             with_dtype!(dt, T, {
                 let (src, o) = (k.input::<T>(0), k.output::<T>(0));
                 par::chunked(o, 1 << 15, |start, c| {
-                    walk_affine(&iter_dims, &strides, base, start, c.len(), |i, p| c[i] = src[p]);
+                    walk_affine(&iter_dims, &strides, base, start, c.len(), |i, p| {
+                        c[i] = src[p]
+                    });
                 });
             });
             Ok(())
@@ -90,7 +111,14 @@ pub(crate) fn gather_affine(name: &'static str, x: &NDArray, oshape: Shape, iter
 /// The adjoint of [`gather_affine`]: zeros of `shape` with `g`'s elements (in
 /// row-major order over `iter_dims`) written at `base + Σ idx[d]·strides[d]`.
 /// Addresses must be distinct (true for slices, flips and diagonals).
-pub(crate) fn scatter_affine(name: &'static str, g: &NDArray, shape: Shape, iter_dims: Vec<usize>, base: isize, strides: Vec<isize>) -> NDArray {
+pub(crate) fn scatter_affine(
+    name: &'static str,
+    g: &NDArray,
+    shape: Shape,
+    iter_dims: Vec<usize>,
+    base: isize,
+    strides: Vec<isize>,
+) -> NDArray {
     debug_assert_eq!(iter_dims.iter().product::<usize>(), g.size());
     let out = NDArray::empty(shape, g.dtype(), g.ctx());
     let dt = g.dtype();
@@ -117,7 +145,10 @@ fn signed_strides(s: &Shape) -> Vec<isize> {
 pub fn tile(x: &NDArray, reps: &[i64]) -> Result<NDArray> {
     let name = "tile";
     if let Some(r) = reps.iter().find(|&&r| r < 0) {
-        return Err(Error::value(name, format!("reps must be non-negative, got {r} in {reps:?}")));
+        return Err(Error::value(
+            name,
+            format!("reps must be non-negative, got {r} in {reps:?}"),
+        ));
     }
     let nd = x.ndim().max(reps.len());
     let mut xd = vec![1usize; nd - x.ndim()];
@@ -136,12 +167,17 @@ pub fn tile(x: &NDArray, reps: &[i64]) -> Result<NDArray> {
     let out = gather_affine(name, x, Shape::new(&od), iter.clone(), 0, strides);
     if needs_record(&[x]) {
         let xs = x.shape().clone();
-        record(name, &[x], &[&out], Box::new(move |g| {
-            let g = ops::reshape_to(&g[0], Shape::new(&iter))?;
-            let axes: Vec<i64> = (0..nd as i64).map(|d| 2 * d).collect();
-            let s = ops::reduce(ReduceOp::Sum, &g, Some(&axes), false, false)?;
-            Ok(vec![Some(ops::reshape_to(&s, xs.clone())?)])
-        }));
+        record(
+            name,
+            &[x],
+            &[&out],
+            Box::new(move |g| {
+                let g = ops::reshape_to(&g[0], Shape::new(&iter))?;
+                let axes: Vec<i64> = (0..nd as i64).map(|d| 2 * d).collect();
+                let s = ops::reduce(ReduceOp::Sum, &g, Some(&axes), false, false)?;
+                Ok(vec![Some(ops::reshape_to(&s, xs.clone())?)])
+            }),
+        );
     }
     Ok(out)
 }
@@ -150,7 +186,10 @@ pub fn tile(x: &NDArray, reps: &[i64]) -> Result<NDArray> {
 pub fn repeat(x: &NDArray, repeats: i64, axis: Option<i64>) -> Result<NDArray> {
     let name = "repeat";
     if repeats < 0 {
-        return Err(Error::value(name, format!("repeats must be non-negative, got {repeats}")));
+        return Err(Error::value(
+            name,
+            format!("repeats must be non-negative, got {repeats}"),
+        ));
     }
     let rep = repeats as usize;
     let (sd, ax): (Vec<usize>, usize) = match axis {
@@ -167,11 +206,16 @@ pub fn repeat(x: &NDArray, repeats: i64, axis: Option<i64>) -> Result<NDArray> {
     let out = gather_affine(name, x, Shape::new(&od), iter.clone(), 0, strides);
     if needs_record(&[x]) {
         let xs = x.shape().clone();
-        record(name, &[x], &[&out], Box::new(move |g| {
-            let g = ops::reshape_to(&g[0], Shape::new(&iter))?;
-            let s = ops::reduce(ReduceOp::Sum, &g, Some(&[2]), false, false)?;
-            Ok(vec![Some(ops::reshape_to(&s, xs.clone())?)])
-        }));
+        record(
+            name,
+            &[x],
+            &[&out],
+            Box::new(move |g| {
+                let g = ops::reshape_to(&g[0], Shape::new(&iter))?;
+                let s = ops::reduce(ReduceOp::Sum, &g, Some(&[2]), false, false)?;
+                Ok(vec![Some(ops::reshape_to(&s, xs.clone())?)])
+            }),
+        );
     }
     Ok(out)
 }
@@ -192,7 +236,12 @@ pub fn flip(x: &NDArray, axes: &[i64]) -> Result<NDArray> {
     let out = gather_affine(name, x, x.shape().clone(), x.dims().to_vec(), base, strides);
     if needs_record(&[x]) {
         let axes = axes.to_vec();
-        record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(flip(&g[0], &axes)?)])));
+        record(
+            name,
+            &[x],
+            &[&out],
+            Box::new(move |g| Ok(vec![Some(flip(&g[0], &axes)?)])),
+        );
     }
     Ok(out)
 }
@@ -213,7 +262,10 @@ pub fn moveaxis(x: &NDArray, source: &[i64], destination: &[i64]) -> Result<NDAr
     }
     let nd = x.ndim();
     let norm = |v: &[i64]| -> Result<Vec<usize>> {
-        let r: Vec<usize> = v.iter().map(|&a| norm_axis(name, a, nd)).collect::<Result<_>>()?;
+        let r: Vec<usize> = v
+            .iter()
+            .map(|&a| norm_axis(name, a, nd))
+            .collect::<Result<_>>()?;
         for (i, a) in r.iter().enumerate() {
             if r[..i].contains(a) {
                 return Err(Error::value(name, format!("repeated axis in {v:?}")));
@@ -240,7 +292,13 @@ fn read_index_input(k: &Kernel, i: usize) -> Vec<i64> {
 
 /// Element offsets (in units of the trailing block) selected by each column of
 /// an (M, Y) index matrix into the leading M dims `dims` (row-major strides `st`).
-fn nd_offsets(op: &str, ids: &[i64], dims: &[usize], st: &[usize], y: usize) -> std::result::Result<Vec<usize>, OpFailure> {
+fn nd_offsets(
+    op: &str,
+    ids: &[i64],
+    dims: &[usize],
+    st: &[usize],
+    y: usize,
+) -> std::result::Result<Vec<usize>, OpFailure> {
     let mut offs = vec![0usize; y];
     for (j, (&n, &s)) in dims.iter().zip(st).enumerate() {
         let n = n as i64;
@@ -261,7 +319,11 @@ fn nd_offsets(op: &str, ids: &[i64], dims: &[usize], st: &[usize], y: usize) -> 
 
 fn check_indices(op: &str, indices: &NDArray) -> Result<usize> {
     if indices.ndim() == 0 {
-        return Err(Error::shape(op, &[indices.shape()], "indices must have at least one dimension (M, ...)"));
+        return Err(Error::shape(
+            op,
+            &[indices.shape()],
+            "indices must have at least one dimension (M, ...)",
+        ));
     }
     if indices.dtype() == DType::Bool {
         return Err(Error::dtype(op, "indices must be numeric, got bool"));
@@ -279,7 +341,11 @@ pub fn gather_nd(data: &NDArray, indices: &NDArray) -> Result<NDArray> {
     check_ctx(name, data, indices)?;
     let m = check_indices(name, indices)?;
     if m > data.ndim() {
-        return Err(Error::shape(name, &[data.shape(), indices.shape()], format!("indices.shape[0] = {m} exceeds the data's rank")));
+        return Err(Error::shape(
+            name,
+            &[data.shape(), indices.shape()],
+            format!("indices.shape[0] = {m} exceeds the data's rank"),
+        ));
     }
     let y: usize = indices.dims()[1..].iter().product();
     let inner: usize = data.dims()[m..].iter().product();
@@ -290,31 +356,60 @@ pub fn gather_nd(data: &NDArray, indices: &NDArray) -> Result<NDArray> {
     if out.size() > 0 {
         let lead = data.dims()[..m].to_vec();
         let st: Vec<usize> = data.shape().strides()[..m].to_vec();
-        push_kernel(name, vec![data.view(), indices.view()], vec![out.view()], move |k| {
-            let offs = nd_offsets(name, &read_index_input(k, 1), &lead, &st, y)?;
-            with_dtype!(dt, T, {
-                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                for (c, &off) in offs.iter().enumerate() {
-                    o[c * inner..(c + 1) * inner].copy_from_slice(&src[off..off + inner]);
-                }
-            });
-            Ok(())
-        });
+        push_kernel(
+            name,
+            vec![data.view(), indices.view()],
+            vec![out.view()],
+            move |k| {
+                let offs = nd_offsets(name, &read_index_input(k, 1), &lead, &st, y)?;
+                with_dtype!(dt, T, {
+                    let (src, o) = (k.input::<T>(0), k.output::<T>(0));
+                    for (c, &off) in offs.iter().enumerate() {
+                        o[c * inner..(c + 1) * inner].copy_from_slice(&src[off..off + inner]);
+                    }
+                });
+                Ok(())
+            },
+        );
     }
     if needs_record(&[data]) {
         let (ic, ds) = (indices.clone(), data.shape().clone());
-        record(name, &[data, indices], &[&out], Box::new(move |g| {
-            Ok(vec![Some(scatter_nd_impl("_backward_gather_nd", &g[0], &ic, ds.clone(), true)?), None])
-        }));
+        record(
+            name,
+            &[data, indices],
+            &[&out],
+            Box::new(move |g| {
+                Ok(vec![
+                    Some(scatter_nd_impl(
+                        "_backward_gather_nd",
+                        &g[0],
+                        &ic,
+                        ds.clone(),
+                        true,
+                    )?),
+                    None,
+                ])
+            }),
+        );
     }
     Ok(out)
 }
 
-fn scatter_nd_impl(name: &'static str, data: &NDArray, indices: &NDArray, shape: Shape, accumulate: bool) -> Result<NDArray> {
+fn scatter_nd_impl(
+    name: &'static str,
+    data: &NDArray,
+    indices: &NDArray,
+    shape: Shape,
+    accumulate: bool,
+) -> Result<NDArray> {
     check_ctx(name, data, indices)?;
     let m = check_indices(name, indices)?;
     if m > shape.ndim() {
-        return Err(Error::shape(name, &[&shape, indices.shape()], format!("indices.shape[0] = {m} exceeds the output's rank")));
+        return Err(Error::shape(
+            name,
+            &[&shape, indices.shape()],
+            format!("indices.shape[0] = {m} exceeds the output's rank"),
+        ));
     }
     let mut want = indices.dims()[1..].to_vec();
     want.extend_from_slice(&shape.dims()[m..]);
@@ -322,7 +417,10 @@ fn scatter_nd_impl(name: &'static str, data: &NDArray, indices: &NDArray, shape:
         return Err(Error::shape(
             name,
             &[data.shape(), indices.shape(), &shape],
-            format!("data must have shape indices.shape[1:] + shape[{m}:] = {}", Shape::new(&want)),
+            format!(
+                "data must have shape indices.shape[1:] + shape[{m}:] = {}",
+                Shape::new(&want)
+            ),
         ));
     }
     let y: usize = indices.dims()[1..].iter().product();
@@ -332,24 +430,33 @@ fn scatter_nd_impl(name: &'static str, data: &NDArray, indices: &NDArray, shape:
     let out = NDArray::empty(shape, data.dtype(), data.ctx());
     let dt = data.dtype();
     if out.size() > 0 {
-        push_kernel(name, vec![data.view(), indices.view()], vec![out.view()], move |k| {
-            let offs = if y > 0 { nd_offsets(name, &read_index_input(k, 1), &lead, &st, y)? } else { vec![] };
-            with_dtype!(dt, T, {
-                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                o.fill(T::default());
-                for (c, &off) in offs.iter().enumerate() {
-                    let (dst, s) = (&mut o[off..off + inner], &src[c * inner..(c + 1) * inner]);
-                    if accumulate {
-                        for (d, v) in dst.iter_mut().zip(s) {
-                            *d = T::from_f64(d.to_f64() + v.to_f64());
+        push_kernel(
+            name,
+            vec![data.view(), indices.view()],
+            vec![out.view()],
+            move |k| {
+                let offs = if y > 0 {
+                    nd_offsets(name, &read_index_input(k, 1), &lead, &st, y)?
+                } else {
+                    vec![]
+                };
+                with_dtype!(dt, T, {
+                    let (src, o) = (k.input::<T>(0), k.output::<T>(0));
+                    o.fill(T::default());
+                    for (c, &off) in offs.iter().enumerate() {
+                        let (dst, s) = (&mut o[off..off + inner], &src[c * inner..(c + 1) * inner]);
+                        if accumulate {
+                            for (d, v) in dst.iter_mut().zip(s) {
+                                *d = T::from_f64(d.to_f64() + v.to_f64());
+                            }
+                        } else {
+                            dst.copy_from_slice(s);
                         }
-                    } else {
-                        dst.copy_from_slice(s);
                     }
-                }
-            });
-            Ok(())
-        });
+                });
+                Ok(())
+            },
+        );
     }
     Ok(out)
 }
@@ -362,7 +469,12 @@ pub fn scatter_nd(data: &NDArray, indices: &NDArray, shape: Shape) -> Result<NDA
     let out = scatter_nd_impl("scatter_nd", data, indices, shape, false)?;
     if needs_record(&[data]) {
         let ic = indices.clone();
-        record("scatter_nd", &[data, indices], &[&out], Box::new(move |g| Ok(vec![Some(gather_nd(&g[0], &ic)?), None])));
+        record(
+            "scatter_nd",
+            &[data, indices],
+            &[&out],
+            Box::new(move |g| Ok(vec![Some(gather_nd(&g[0], &ic)?), None])),
+        );
     }
     Ok(out)
 }
@@ -379,7 +491,11 @@ struct AxisSlice {
 fn slice_axis_range(len: usize, begin: Option<i64>, end: Option<i64>, step: i64) -> AxisSlice {
     let n = len as i64;
     if n == 0 {
-        return AxisSlice { begin: 0, len: 0, step };
+        return AxisSlice {
+            begin: 0,
+            len: 0,
+            step,
+        };
     }
     let mut b = begin.unwrap_or(if step < 0 { n - 1 } else { 0 });
     let mut e = end.unwrap_or(if step < 0 { -1 } else { n });
@@ -401,7 +517,11 @@ fn slice_axis_range(len: usize, begin: Option<i64>, end: Option<i64>, step: i64)
     e = e.clamp(-1, n);
     let size = if e != b && b >= 0 {
         if step > 0 {
-            if e > b { (e - b - 1) / step + 1 } else { 0 }
+            if e > b {
+                (e - b - 1) / step + 1
+            } else {
+                0
+            }
         } else if e < b {
             (b - e - 1) / (-step) + 1
         } else {
@@ -410,7 +530,11 @@ fn slice_axis_range(len: usize, begin: Option<i64>, end: Option<i64>, step: i64)
     } else {
         0
     };
-    AxisSlice { begin: b.max(0) as usize, len: size as usize, step }
+    AxisSlice {
+        begin: b.max(0) as usize,
+        len: size as usize,
+        step,
+    }
 }
 
 /// Gathers a resolved per-axis slice (shared by `slice` and `slice_like`).
@@ -428,9 +552,21 @@ fn slice_resolved(name: &'static str, x: &NDArray, spec: &[AxisSlice]) -> NDArra
     let out = gather_affine(name, x, Shape::new(&od), od.clone(), base, strides.clone());
     if needs_record(&[x]) {
         let xs = x.shape().clone();
-        record(name, &[x], &[&out], Box::new(move |g| {
-            Ok(vec![Some(scatter_affine("_backward_slice", &g[0], xs.clone(), od.clone(), base, strides.clone()))])
-        }));
+        record(
+            name,
+            &[x],
+            &[&out],
+            Box::new(move |g| {
+                Ok(vec![Some(scatter_affine(
+                    "_backward_slice",
+                    &g[0],
+                    xs.clone(),
+                    od.clone(),
+                    base,
+                    strides.clone(),
+                ))])
+            }),
+        );
     }
     out
 }
@@ -447,13 +583,34 @@ pub fn slice(x: &NDArray, begin: &[i64], end: &[i64], step: &[i64]) -> Result<ND
         return Err(Error::shape(name, &[x.shape()], "cannot slice a 0-d array"));
     }
     if begin.len() != end.len() {
-        return Err(Error::value(name, format!("begin {} and end {} must have the same length", fmt_idx(begin), fmt_idx(end))));
+        return Err(Error::value(
+            name,
+            format!(
+                "begin {} and end {} must have the same length",
+                fmt_idx(begin),
+                fmt_idx(end)
+            ),
+        ));
     }
     if begin.len() > x.ndim() {
-        return Err(Error::value(name, format!("slicing {} axes exceeds the data's rank (shape {})", begin.len(), x.shape())));
+        return Err(Error::value(
+            name,
+            format!(
+                "slicing {} axes exceeds the data's rank (shape {})",
+                begin.len(),
+                x.shape()
+            ),
+        ));
     }
     if !step.is_empty() && step.len() != begin.len() {
-        return Err(Error::value(name, format!("step {} and begin {} must have the same length", fmt_idx(step), fmt_idx(begin))));
+        return Err(Error::value(
+            name,
+            format!(
+                "step {} and begin {} must have the same length",
+                fmt_idx(step),
+                fmt_idx(begin)
+            ),
+        ));
     }
     let opt = |v: i64| if v == NONE_INDEX { None } else { Some(v) };
     let mut spec = Vec::with_capacity(x.ndim());
@@ -465,14 +622,27 @@ pub fn slice(x: &NDArray, begin: &[i64], end: &[i64], step: &[i64]) -> Result<ND
             }
             spec.push(slice_axis_range(len, opt(begin[d]), opt(end[d]), s));
         } else {
-            spec.push(AxisSlice { begin: 0, len, step: 1 });
+            spec.push(AxisSlice {
+                begin: 0,
+                len,
+                step: 1,
+            });
         }
     }
     Ok(slice_resolved(name, x, &spec))
 }
 
 fn fmt_idx(v: &[i64]) -> String {
-    let parts: Vec<String> = v.iter().map(|&i| if i == NONE_INDEX { "None".into() } else { i.to_string() }).collect();
+    let parts: Vec<String> = v
+        .iter()
+        .map(|&i| {
+            if i == NONE_INDEX {
+                "None".into()
+            } else {
+                i.to_string()
+            }
+        })
+        .collect();
     format!("({})", parts.join(", "))
 }
 
@@ -492,18 +662,36 @@ pub fn slice_like(x: &NDArray, like: &NDArray, axes: &[i64]) -> Result<NDArray> 
         }
         (0..nd).collect()
     } else {
-        axes.iter().map(|&a| norm_axis(name, a, nd)).collect::<Result<_>>()?
+        axes.iter()
+            .map(|&a| norm_axis(name, a, nd))
+            .collect::<Result<_>>()?
     };
-    let mut spec: Vec<AxisSlice> = x.dims().iter().map(|&len| AxisSlice { begin: 0, len, step: 1 }).collect();
+    let mut spec: Vec<AxisSlice> = x
+        .dims()
+        .iter()
+        .map(|&len| AxisSlice {
+            begin: 0,
+            len,
+            step: 1,
+        })
+        .collect();
     for a in ax {
         if a >= like.ndim() {
-            return Err(Error::shape(name, &[x.shape(), like.shape()], format!("axis {a} is out of range for shape_like")));
+            return Err(Error::shape(
+                name,
+                &[x.shape(), like.shape()],
+                format!("axis {a} is out of range for shape_like"),
+            ));
         }
         if like.dims()[a] > x.dims()[a] {
             return Err(Error::shape(
                 name,
                 &[x.shape(), like.shape()],
-                format!("axis {a}: size {} of shape_like exceeds the data's size {}", like.dims()[a], x.dims()[a]),
+                format!(
+                    "axis {a}: size {} of shape_like exceeds the data's size {}",
+                    like.dims()[a],
+                    x.dims()[a]
+                ),
             ));
         }
         spec[a].len = like.dims()[a];
@@ -515,16 +703,29 @@ pub fn slice_like(x: &NDArray, like: &NDArray, axes: &[i64]) -> Result<NDArray> 
 pub fn broadcast_axis(x: &NDArray, axes: &[i64], sizes: &[i64]) -> Result<NDArray> {
     let name = "broadcast_axis";
     if axes.len() != sizes.len() {
-        return Err(Error::value(name, format!("axis {axes:?} and size {sizes:?} must have the same length")));
+        return Err(Error::value(
+            name,
+            format!("axis {axes:?} and size {sizes:?} must have the same length"),
+        ));
     }
     let mut od = x.dims().to_vec();
     for (&a, &s) in axes.iter().zip(sizes) {
         let ax = norm_axis(name, a, x.ndim())?;
         if x.dims()[ax] != 1 {
-            return Err(Error::shape(name, &[x.shape()], format!("broadcasting axis {ax} must have size 1, got {}", x.dims()[ax])));
+            return Err(Error::shape(
+                name,
+                &[x.shape()],
+                format!(
+                    "broadcasting axis {ax} must have size 1, got {}",
+                    x.dims()[ax]
+                ),
+            ));
         }
         if s < 0 {
-            return Err(Error::value(name, format!("size must be non-negative, got {s}")));
+            return Err(Error::value(
+                name,
+                format!("size must be non-negative, got {s}"),
+            ));
         }
         od[ax] = s as usize;
     }
@@ -541,26 +742,60 @@ pub fn broadcast_axis(x: &NDArray, axes: &[i64], sizes: &[i64]) -> Result<NDArra
 pub fn diag(x: &NDArray, k: i64, axis1: i64, axis2: i64) -> Result<NDArray> {
     let name = "diag";
     match x.ndim() {
-        0 => Err(Error::shape(name, &[x.shape()], "input must have at least one dimension")),
+        0 => Err(Error::shape(
+            name,
+            &[x.shape()],
+            "input must have at least one dimension",
+        )),
         1 => {
             let n = x.size();
             let m = n + k.unsigned_abs() as usize;
-            let base = if k >= 0 { k as isize } else { -k as isize * m as isize };
-            let out = scatter_affine(name, x, Shape::new(&[m, m]), vec![n], base, vec![m as isize + 1]);
+            let base = if k >= 0 {
+                k as isize
+            } else {
+                -k as isize * m as isize
+            };
+            let out = scatter_affine(
+                name,
+                x,
+                Shape::new(&[m, m]),
+                vec![n],
+                base,
+                vec![m as isize + 1],
+            );
             if needs_record(&[x]) {
-                record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(diag(&g[0], k, 0, 1)?)])));
+                record(
+                    name,
+                    &[x],
+                    &[&out],
+                    Box::new(move |g| Ok(vec![Some(diag(&g[0], k, 0, 1)?)])),
+                );
             }
             Ok(out)
         }
         nd => {
             let (a1, a2) = (norm_axis(name, axis1, nd)?, norm_axis(name, axis2, nd)?);
             if a1 == a2 {
-                return Err(Error::value(name, format!("axis1 and axis2 cannot refer to the same axis {a1}")));
+                return Err(Error::value(
+                    name,
+                    format!("axis1 and axis2 cannot refer to the same axis {a1}"),
+                ));
             }
             let (d1, d2) = (x.dims()[a1] as i64, x.dims()[a2] as i64);
-            let len = if k >= 0 { d1.min(d2 - k) } else { (d1 + k).min(d2) }.max(0) as usize;
+            let len = if k >= 0 {
+                d1.min(d2 - k)
+            } else {
+                (d1 + k).min(d2)
+            }
+            .max(0) as usize;
             let st = signed_strides(x.shape());
-            let base = if len == 0 { 0 } else if k >= 0 { k as isize * st[a2] } else { -k as isize * st[a1] };
+            let base = if len == 0 {
+                0
+            } else if k >= 0 {
+                k as isize * st[a2]
+            } else {
+                -k as isize * st[a1]
+            };
             let mut iter = Vec::with_capacity(nd - 1);
             let mut strides = Vec::with_capacity(nd - 1);
             for d in (0..nd).filter(|&d| d != a1 && d != a2) {
@@ -569,12 +804,31 @@ pub fn diag(x: &NDArray, k: i64, axis1: i64, axis2: i64) -> Result<NDArray> {
             }
             iter.push(len);
             strides.push(st[a1] + st[a2]);
-            let out = gather_affine(name, x, Shape::new(&iter), iter.clone(), base, strides.clone());
+            let out = gather_affine(
+                name,
+                x,
+                Shape::new(&iter),
+                iter.clone(),
+                base,
+                strides.clone(),
+            );
             if needs_record(&[x]) {
                 let xs = x.shape().clone();
-                record(name, &[x], &[&out], Box::new(move |g| {
-                    Ok(vec![Some(scatter_affine("_backward_diag", &g[0], xs.clone(), iter.clone(), base, strides.clone()))])
-                }));
+                record(
+                    name,
+                    &[x],
+                    &[&out],
+                    Box::new(move |g| {
+                        Ok(vec![Some(scatter_affine(
+                            "_backward_diag",
+                            &g[0],
+                            xs.clone(),
+                            iter.clone(),
+                            base,
+                            strides.clone(),
+                        ))])
+                    }),
+                );
             }
             Ok(out)
         }

@@ -46,7 +46,10 @@ impl TopKRet {
             "indices" => Ok(TopKRet::Indices),
             "both" => Ok(TopKRet::Both),
             "mask" => Ok(TopKRet::Mask),
-            _ => Err(Error::value("topk", format!("ret_typ must be value, indices, both or mask, got '{s}'"))),
+            _ => Err(Error::value(
+                "topk",
+                format!("ret_typ must be value, indices, both or mask, got '{s}'"),
+            )),
         }
     }
 }
@@ -65,7 +68,17 @@ fn nan_last_cmp<T: Elem>(a: T, b: T) -> Ordering {
 }
 
 /// The first `k` positions (along a strided row) in sorted order, into `out`.
-fn row_topk<T: Elem>(xs: &[T], base: usize, n: usize, inner: usize, k: usize, asc: bool, buf: &mut Vec<usize>, out: &mut [usize]) {
+#[allow(clippy::too_many_arguments)]
+fn row_topk<T: Elem>(
+    xs: &[T],
+    base: usize,
+    n: usize,
+    inner: usize,
+    k: usize,
+    asc: bool,
+    buf: &mut Vec<usize>,
+    out: &mut [usize],
+) {
     buf.clear();
     buf.extend(0..n);
     let key = |j: usize| xs[base + j * inner];
@@ -118,7 +131,11 @@ fn plan(name: &str, x: &NDArray, axis: Option<i64>, k: usize) -> Result<Plan> {
         None => (x.view_as(Shape::new(&[x.size()]), 0), 0usize),
         Some(a) => {
             if x.ndim() == 0 {
-                return Err(Error::Axis { op: name.into(), axis: a, ndim: 0 });
+                return Err(Error::Axis {
+                    op: name.into(),
+                    axis: a,
+                    ndim: 0,
+                });
             }
             (x.detach(), norm_axis(name, a, x.ndim())?)
         }
@@ -145,7 +162,17 @@ struct Outputs {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run(name: &'static str, x: &NDArray, p: &Plan, k: usize, asc: bool, values: bool, indices: Option<DType>, mask: bool, perm: bool) -> Outputs {
+fn run(
+    name: &'static str,
+    x: &NDArray,
+    p: &Plan,
+    k: usize,
+    asc: bool,
+    values: bool,
+    indices: Option<DType>,
+    mask: bool,
+    perm: bool,
+) -> Outputs {
     let ctx = x.ctx();
     let dt = x.dtype();
     let o = Outputs {
@@ -180,7 +207,9 @@ fn run(name: &'static str, x: &NDArray, p: &Plan, k: usize, asc: bool, values: b
             };
             if k > 0 {
                 if rows > 1 && rows * n >= 1 << 15 {
-                    pos.par_chunks_mut(k).enumerate().for_each_init(Vec::new, |buf, (r, out)| row(r, buf, out));
+                    pos.par_chunks_mut(k)
+                        .enumerate()
+                        .for_each_init(Vec::new, |buf, (r, out)| row(r, buf, out));
                 } else {
                     let mut buf = Vec::with_capacity(n);
                     for (r, out) in pos.chunks_mut(k).enumerate() {
@@ -235,26 +264,39 @@ fn run(name: &'static str, x: &NDArray, p: &Plan, k: usize, asc: bool, values: b
 
 /// Gradient of a values output: `g` (kshape) scattered to the positions in
 /// `perm` of a zeros array shaped like the flattened-or-not source.
-fn scatter_back(g: &NDArray, perm: &NDArray, xshape: &Shape, outer: usize, n: usize, inner: usize, k: usize) -> Result<NDArray> {
+fn scatter_back(
+    g: &NDArray,
+    perm: &NDArray,
+    xshape: &Shape,
+    outer: usize,
+    n: usize,
+    inner: usize,
+    k: usize,
+) -> Result<NDArray> {
     let out = NDArray::empty(xshape.clone(), g.dtype(), g.ctx());
     let dt = g.dtype();
     if out.size() > 0 {
-        push_kernel("_backward_topk", vec![g.view(), perm.view()], vec![out.view()], move |kk| {
-            let pm = kk.input::<i64>(1);
-            with_dtype!(dt, T, {
-                let (gs, o) = (kk.input::<T>(0), kk.output::<T>(0));
-                o.fill(T::default());
-                for a in 0..outer {
-                    for j in 0..k {
-                        for i in 0..inner {
-                            let kat = (a * k + j) * inner + i;
-                            o[(a * n + pm[kat] as usize) * inner + i] = gs[kat];
+        push_kernel(
+            "_backward_topk",
+            vec![g.view(), perm.view()],
+            vec![out.view()],
+            move |kk| {
+                let pm = kk.input::<i64>(1);
+                with_dtype!(dt, T, {
+                    let (gs, o) = (kk.input::<T>(0), kk.output::<T>(0));
+                    o.fill(T::default());
+                    for a in 0..outer {
+                        for j in 0..k {
+                            for i in 0..inner {
+                                let kat = (a * k + j) * inner + i;
+                                o[(a * n + pm[kat] as usize) * inner + i] = gs[kat];
+                            }
                         }
                     }
-                }
-            });
-            Ok(())
-        });
+                });
+                Ok(())
+            },
+        );
     }
     Ok(out)
 }
@@ -274,18 +316,35 @@ fn check_index_dtype(name: &str, dtype: DType, n: usize) -> Result<()> {
 fn record_zero(name: &'static str, x: &NDArray, outs: &[&NDArray]) {
     if needs_record(&[x]) {
         let xc = x.clone();
-        record(name, &[x], outs, Box::new(move |_| Ok(vec![Some(ops::zeros_like(&xc))])));
+        record(
+            name,
+            &[x],
+            outs,
+            Box::new(move |_| Ok(vec![Some(ops::zeros_like(&xc))])),
+        );
     }
 }
 
 /// Records the scatter gradient of a values output (`outs[0]`).
-fn record_values(name: &'static str, x: &NDArray, outs: &[&NDArray], perm: NDArray, p: &Plan, k: usize) {
+fn record_values(
+    name: &'static str,
+    x: &NDArray,
+    outs: &[&NDArray],
+    perm: NDArray,
+    p: &Plan,
+    k: usize,
+) {
     let (outer, n, inner) = (p.outer, p.n, p.inner);
     let (sshape, xshape) = (p.src.shape().clone(), x.shape().clone());
-    record(name, &[x], outs, Box::new(move |g| {
-        let r = scatter_back(&g[0], &perm, &sshape, outer, n, inner, k)?;
-        Ok(vec![Some(r.view_as(xshape.clone(), 0))])
-    }));
+    record(
+        name,
+        &[x],
+        outs,
+        Box::new(move |g| {
+            let r = scatter_back(&g[0], &perm, &sshape, outer, n, inner, k)?;
+            Ok(vec![Some(r.view_as(xshape.clone(), 0))])
+        }),
+    );
 }
 
 /// Sorts along `axis` (`None`: the flattened array), ascending unless `is_ascend` is false.
@@ -308,7 +367,17 @@ pub fn argsort(x: &NDArray, axis: Option<i64>, is_ascend: bool, dtype: DType) ->
     let p = plan(name, x, axis, 0)?;
     check_index_dtype(name, dtype, p.n)?;
     let p = plan(name, x, axis, p.n)?;
-    let o = run(name, x, &p, p.n, is_ascend, false, Some(dtype), false, false);
+    let o = run(
+        name,
+        x,
+        &p,
+        p.n,
+        is_ascend,
+        false,
+        Some(dtype),
+        false,
+        false,
+    );
     let i = o.indices.expect("indices requested");
     record_zero(name, x, &[&i]);
     Ok(i)
@@ -318,12 +387,25 @@ pub fn argsort(x: &NDArray, axis: Option<i64>, is_ascend: bool, dtype: DType) ->
 /// `axis` (`None`: flattened). `k <= 0` selects the whole axis; `k` larger
 /// than the axis is an error. Returns one array, or `[values, indices]` for
 /// [`TopKRet::Both`].
-pub fn topk(x: &NDArray, axis: Option<i64>, k: i64, ret: TopKRet, is_ascend: bool, dtype: DType) -> Result<Vec<NDArray>> {
+pub fn topk(
+    x: &NDArray,
+    axis: Option<i64>,
+    k: i64,
+    ret: TopKRet,
+    is_ascend: bool,
+    dtype: DType,
+) -> Result<Vec<NDArray>> {
     let name = "topk";
     let n = plan(name, x, axis, 0)?.n;
     let k = if k <= 0 { n } else { k as usize };
     if k > n || (k == 0 && x.size() > 0) {
-        return Err(Error::value(name, format!("k must be in [1, {n}] for an axis of size {n}, got k = {k} (shape {})", x.shape())));
+        return Err(Error::value(
+            name,
+            format!(
+                "k must be in [1, {n}] for an axis of size {n}, got k = {k} (shape {})",
+                x.shape()
+            ),
+        ));
     }
     if matches!(ret, TopKRet::Indices | TopKRet::Both) {
         check_index_dtype(name, dtype, n)?;
@@ -341,19 +423,26 @@ pub fn topk(x: &NDArray, axis: Option<i64>, k: i64, ret: TopKRet, is_ascend: boo
         }
         TopKRet::Both => {
             let o = run(name, x, &p, k, is_ascend, true, Some(dtype), false, rec);
-            let (v, i) = (o.values.expect("values requested"), o.indices.expect("indices requested"));
+            let (v, i) = (
+                o.values.expect("values requested"),
+                o.indices.expect("indices requested"),
+            );
             if let Some(perm) = o.perm {
                 record_values(name, x, &[&v, &i], perm, &p, k);
             }
             vec![v, i]
         }
         TopKRet::Indices => {
-            let i = run(name, x, &p, k, is_ascend, false, Some(dtype), false, false).indices.expect("indices requested");
+            let i = run(name, x, &p, k, is_ascend, false, Some(dtype), false, false)
+                .indices
+                .expect("indices requested");
             record_zero(name, x, &[&i]);
             vec![i]
         }
         TopKRet::Mask => {
-            let m = run(name, x, &p, k, is_ascend, false, None, true, false).mask.expect("mask requested");
+            let m = run(name, x, &p, k, is_ascend, false, None, true, false)
+                .mask
+                .expect("mask requested");
             record_zero(name, x, &[&m]);
             vec![m]
         }

@@ -145,10 +145,26 @@ impl<'a> Kernel<'a> {
     pub(crate) unsafe fn copy_input_to(&self, i: usize, dst: *mut u8) {
         let v = &self.ins[i];
         let (s, e) = v.byte_range();
-        if e > s {
+        let n = e.saturating_sub(s);
+        let src = v.chunk.ptr.as_ptr() as usize + s;
+        let dst = dst as usize;
+        let copy = |off: usize, len: usize| {
             // SAFETY: the source range is in bounds and not written concurrently
-            // (module docs); the caller guarantees `dst`.
-            unsafe { std::ptr::copy_nonoverlapping(v.chunk.ptr.as_ptr().add(s), dst, e - s) };
+            // (module docs); the caller guarantees `dst` for `n` bytes, and the
+            // parallel pieces below are disjoint.
+            unsafe { std::ptr::copy_nonoverlapping((src + off) as *const u8, (dst + off) as *mut u8, len) };
+        };
+        // Large copies split across cores: one core does not saturate memory bandwidth.
+        let threads = rayon::current_num_threads();
+        if n >= 1 << 20 && threads > 1 {
+            use rayon::prelude::*;
+            let piece = n.div_ceil(threads).next_multiple_of(4096);
+            (0..n.div_ceil(piece)).into_par_iter().for_each(|p| {
+                let off = p * piece;
+                copy(off, piece.min(n - off));
+            });
+        } else if n > 0 {
+            copy(0, n);
         }
     }
 }

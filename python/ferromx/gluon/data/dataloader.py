@@ -7,7 +7,10 @@ Differences from MXNet, by design:
   memory stays bounded.  Native operators release the GIL, so workers overlap with the
   training loop and cannot deadlock it.
 * For an :class:`ArrayDataset` of NDArrays (or NumPy arrays) and the default
-  ``batchify_fn``, a batch is one native gather per array (``nd.take``).
+  ``batchify_fn``, a batch is one native gather per array (``nd.take``). That gather is
+  itself asynchronous (pushed to the engine, returns at once), so worker threads would
+  only add hand-off cost: with ``num_workers > 0`` such loaders still build batches on
+  the calling thread, and prefetching happens in the engine instead.
 * ``pin_memory``/``pin_device_id``/``thread_pool``/``auto_reload`` are accepted and ignored.
 """
 
@@ -138,7 +141,7 @@ class DataLoader:
         return self._batchify_fn([self._dataset[i] for i in indices])
 
     def __iter__(self):
-        if self._num_workers == 0:
+        if self._num_workers == 0 or (self._default_batchify and _can_gather(self._dataset)):
             return self._serial_iter()
         return self._threaded_iter()
 
