@@ -136,14 +136,10 @@ def test_unary_out_argument_and_operators():
     check(abs(nd.array(x)), np.abs(x))
 
 
-@pytest.mark.xfail(reason="MXNet nd.round rounds halves away from zero (C roundf); ferromx "
-                   "rounds half to even (ops/elemwise/unary.rs float_kernel Round)", strict=True)
 def test_round_halves_like_mxnet():
     check(nd.round(nd.array([-2.5, -1.5, 0.5, 1.5, 2.5])), [-3, -2, 1, 2, 3])
 
 
-@pytest.mark.xfail(reason="MXNet nd.rint returns n for n.5 (floor on ties, docs: rint(1.5)=1); "
-                   "ferromx rounds half to even (ops/elemwise/unary.rs float_kernel Rint)", strict=True)
 def test_rint_halves_like_mxnet():
     check(nd.rint(nd.array([-1.5, 1.5, 2.5])), [-2, 1, 2])
 
@@ -402,8 +398,6 @@ def test_max_min_propagate_nan():
         assert np.isnan(nd.max(nd.array([data]), axis=1).asnumpy()).all()
 
 
-@pytest.mark.xfail(reason="reduce.rs accumulates every dtype in f64 (reduce_slice/combine, "
-                   "T::from_f64), so int64 sum/max above 2**53 lose precision", strict=True)
 def test_int64_reductions_are_exact():
     a = np.array([2 ** 53, 1, 1], dtype=np.int64)
     assert nd.sum(nd.array(a)).asscalar() == a.sum()
@@ -411,9 +405,6 @@ def test_int64_reductions_are_exact():
     assert nd.max(nd.array(b)).asscalar() == b.max()
 
 
-@pytest.mark.xfail(reason="reduce.rs converts the f64 accumulator back with a saturating cast: "
-                   "uint8 sum of 300 x 200 gives 255 instead of wrapping like the elementwise "
-                   "ops (and MXNet) do", strict=True)
 def test_uint8_sum_wraps_like_elementwise_arithmetic():
     wrapped = (nd.full((2,), 200, dtype="uint8") + nd.full((2,), 100, dtype="uint8")).asnumpy()
     assert_array_equal(wrapped, [44, 44])
@@ -641,9 +632,6 @@ def test_where_and_clip():
     check(nd.clip(nd.array(xi), -2, 3), np.clip(xi, -2, 3), dtype="int32")
 
 
-@pytest.mark.xfail(reason="MXNet nd.where with a 1-D condition of size x.shape[0] selects whole "
-                   "rows; ferromx broadcasts it NumPy-style against the last axis "
-                   "(ops where_ in crates/ferromx/src/ops)", strict=True)
 def test_where_1d_condition_selects_rows_like_mxnet():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     res = nd.where(nd.array([1, 0]), nd.array(x), nd.array(-x))

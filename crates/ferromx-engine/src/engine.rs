@@ -113,6 +113,8 @@ pub(crate) struct OprBlock {
     detail: Option<Arc<str>>,
     bytes: u64,
     signal: Option<Arc<Signal>>,
+    /// Per-var registration sequence numbers: reads first, then writes.
+    seqs: SmallVec<[AtomicU64; 6]>,
 }
 
 /// State shared by the engine handle, its workers and its variables.
@@ -303,6 +305,7 @@ impl Engine {
             detail,
             bytes,
             signal,
+            seqs: (0..nvars).map(|_| AtomicU64::new(0)).collect(),
         });
         s.inflight_ops.fetch_add(1, Ordering::Relaxed);
         if bytes > 0 {
@@ -312,8 +315,10 @@ impl Engine {
         let mut granted = 0usize;
         {
             let _g = s.push_lock.lock();
-            for v in &block.reads {
+            for (i, v) in block.reads.iter().enumerate() {
                 let mut st = v.0.state.lock();
+                block.seqs[i].store(st.seq, Ordering::Relaxed);
+                st.seq += 1;
                 if !st.writing && st.queue.is_empty() {
                     st.running_reads += 1;
                     granted += 1;
@@ -321,8 +326,11 @@ impl Engine {
                     st.queue.push_back((block.clone(), false));
                 }
             }
-            for v in &block.writes {
+            let nr = block.reads.len();
+            for (i, v) in block.writes.iter().enumerate() {
                 let mut st = v.0.state.lock();
+                block.seqs[nr + i].store(st.seq, Ordering::Relaxed);
+                st.seq += 1;
                 st.pending_writes += 1;
                 if !st.writing && st.running_reads == 0 && st.queue.is_empty() {
                     st.writing = true;
@@ -529,7 +537,7 @@ impl WaitTicket {
             });
         }
         match &self.var {
-            Some(v) => match v.0.state.lock().error.take() {
+            Some(v) => match v.0.state.lock().raise_once() {
                 Some(e) => Err((*e).clone()),
                 None => Ok(()),
             },
@@ -538,7 +546,7 @@ impl WaitTicket {
                 let mut first: Option<SharedError> = None;
                 for w in failed {
                     if let Some(v) = w.upgrade() {
-                        if let Some(e) = v.state.lock().error.take() {
+                        if let Some(e) = v.state.lock().raise_once() {
                             first.get_or_insert(e);
                         }
                     }
@@ -667,8 +675,9 @@ impl Shared {
             None
         };
         let mut inherited: Option<SharedError> = None;
-        for v in op.reads.iter().chain(op.writes.iter()) {
-            if let Some(e) = &v.0.state.lock().error {
+        for (i, v) in op.reads.iter().chain(op.writes.iter()).enumerate() {
+            let seq = op.seqs[i].load(Ordering::Relaxed);
+            if let Some(e) = v.0.state.lock().inherited(seq) {
                 inherited = Some(e.clone());
                 break;
             }
@@ -735,24 +744,34 @@ impl Shared {
         op: &Arc<OprBlock>,
         error: Option<SharedError>,
     ) -> Option<Arc<OprBlock>> {
-        if let Some(e) = &error {
-            for v in &op.writes {
-                let newly = {
-                    let mut st = v.0.state.lock();
-                    let n = st.error.is_none();
-                    if n {
+        let nr = op.reads.len();
+        for (i, v) in op.writes.iter().enumerate() {
+            let seq = op.seqs[nr + i].load(Ordering::Relaxed);
+            let newly = {
+                let mut st = v.0.state.lock();
+                let after_clear = st.cleared_at.is_some_and(|c| seq >= c);
+                match &error {
+                    Some(e) if st.error.is_none() || after_clear => {
                         st.error = Some(e.clone());
+                        st.cleared_at = None;
+                        true
                     }
-                    n
-                };
-                if newly {
-                    let mut f = self.failed.lock();
-                    if f.len() >= 1024 {
-                        // Forget failures already raised (and cleared) by a wait.
-                        f.retain(|w| w.upgrade().is_some_and(|v| v.state.lock().error.is_some()));
+                    None if after_clear => {
+                        // A successful write after the error was raised: the var recovers.
+                        st.error = None;
+                        st.cleared_at = None;
+                        false
                     }
-                    f.push(Arc::downgrade(&v.0));
+                    _ => false,
                 }
+            };
+            if newly {
+                let mut f = self.failed.lock();
+                if f.len() >= 1024 {
+                    // Forget failures already raised by a wait.
+                    f.retain(|w| w.upgrade().is_some_and(|v| v.state.lock().unraised()));
+                }
+                f.push(Arc::downgrade(&v.0));
             }
         }
         let mut granted: SmallVec<[Arc<OprBlock>; 4]> = SmallVec::new();

@@ -31,6 +31,29 @@ pub(crate) struct VarState {
     pub(crate) writing: bool,
     pub(crate) pending_writes: usize,
     pub(crate) error: Option<SharedError>,
+    pub(crate) cleared_at: Option<u64>,
+    pub(crate) seq: u64,
+}
+
+impl VarState {
+    /// The error an op registered with `seq` inherits, if any.
+    pub(crate) fn inherited(&self, seq: u64) -> Option<&SharedError> {
+        self.error.as_ref().filter(|_| self.cleared_at.is_none_or(|c| seq < c))
+    }
+
+    /// Raises the error once: returns it if not raised yet and marks it raised.
+    pub(crate) fn raise_once(&mut self) -> Option<SharedError> {
+        if self.error.is_some() && self.cleared_at.is_none() {
+            self.cleared_at = Some(self.seq);
+            return self.error.clone();
+        }
+        None
+    }
+
+    /// Whether it carries an error not raised yet.
+    pub(crate) fn unraised(&self) -> bool {
+        self.error.is_some() && self.cleared_at.is_none()
+    }
 }
 
 pub(crate) struct VarInner {
@@ -57,9 +80,14 @@ impl Var {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// The error this var carries, if an op writing it failed (does not clear it).
+    /// The error this var carries and has not raised yet (does not clear it).
     pub fn error(&self) -> Option<SharedError> {
-        self.0.state.lock().error.clone()
+        let st = self.0.state.lock();
+        if st.unraised() {
+            st.error.clone()
+        } else {
+            None
+        }
     }
 }
 

@@ -373,3 +373,34 @@ fn failures_in_naive_mode_surface_the_same_way() {
         engine.wait_all().unwrap();
     });
 }
+
+#[test]
+fn raising_an_error_does_not_unfail_ops_already_pushed() {
+    with_deadline(DEADLINE, || {
+        let engine = threaded(2);
+        let (a, b, c) = (engine.new_var(), engine.new_var(), engine.new_var());
+        let gate = Gate::new();
+        // `b = f(a)` is pushed before the error on `a` is raised, but held by a
+        // gate on `c` so it runs only after the raise.
+        let g = gate.clone();
+        engine.push(Op::new("hold", move || g.wait()).writes([&c]));
+        engine.push(failing("origin", ErrorKind::Value, "bad").writes([&a]));
+        let ran = Arc::new(AtomicBool::new(false));
+        engine.push(flag_op("b_from_a", &ran).reads([&a, &c]).writes([&b]));
+        assert_eq!(engine.wait_to_read(&a).unwrap_err().op, "origin");
+        gate.open();
+        // b still inherits the failure; its op never ran.
+        assert_eq!(engine.wait_to_read(&b).unwrap_err().op, "origin");
+        assert!(!ran.load(Ordering::SeqCst));
+        // Ops pushed after the raise run normally, and a write makes `a` healthy again.
+        let ran2 = Arc::new(AtomicBool::new(false));
+        engine.push(flag_op("rewrite_a", &ran2).writes([&a]));
+        engine.wait_to_read(&a).unwrap();
+        assert!(ran2.load(Ordering::SeqCst));
+        assert!(a.error().is_none());
+        let ran3 = Arc::new(AtomicBool::new(false));
+        engine.push(flag_op("read_a", &ran3).reads([&a]).writes([&b]));
+        engine.wait_to_read(&b).unwrap();
+        assert!(ran3.load(Ordering::SeqCst));
+    });
+}

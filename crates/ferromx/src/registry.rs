@@ -389,7 +389,7 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
         "flatten" => one(ops::flatten(x(0)?)),
         "expand_dims" => one(ops::expand_dims(x(0)?, a.i64(n, "axis", 0)?)),
         "squeeze" => one(ops::squeeze(x(0)?, a.ints(n, "axis")?.as_deref())),
-        "broadcast_to" => one(ops::broadcast_to(x(0)?, a.shape(n, "shape")?)),
+        "broadcast_to" => one(ops::broadcast_to_mx(x(0)?, a.shape(n, "shape")?)),
         "broadcast_like" => one(ops::broadcast_to(x(0)?, x(1)?.shape().clone())),
         "transpose" => one(ops::transpose(x(0)?, a.ints(n, "axes")?.as_deref())),
         "swapaxes" => one(ops::swapaxes(x(0)?, a.i64(n, "dim1", 0)?, a.i64(n, "dim2", 0)?)),
@@ -542,7 +542,12 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
         "_sample_multinomial" => {
             let s = a.ints(n, "shape")?.unwrap_or_default();
             let num = s.iter().product::<i64>().max(1) as usize;
-            one(random::multinomial(x(0)?, num, a.dtype(n, "dtype", DType::I32)?))
+            let p = x(0)?;
+            let r = random::multinomial(p, num, a.dtype(n, "dtype", DType::I32)?)?;
+            // Output shape: data.shape[:-1] + shape (MXNet).
+            let mut od = p.dims()[..p.ndim().saturating_sub(1)].to_vec();
+            od.extend(s.iter().map(|&d| d.max(0) as usize));
+            one(ops::reshape_to(&r, Shape::new(&od)))
         }
         _ => Err(Error::value(name, "no such operator")),
     }

@@ -67,7 +67,7 @@ def multinomial(data, shape=None, get_prob=False, dtype="int32", **kwargs):
     """Category indices drawn from probabilities ``data`` (last axis)."""
     if get_prob:
         raise ValueError("multinomial: get_prob=True is not supported")
-    return invoke("_sample_multinomial", [data], shape=_shape(shape) if shape else (1,),
+    return invoke("_sample_multinomial", [data], shape=_shape(shape) if shape else (),
                   dtype=_dtype_name(dtype))
 
 

@@ -150,6 +150,14 @@ pub fn gemm2(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool, alp
         return Err(Error::shape("linalg_gemm2", &[a.shape(), b.shape()], "inputs must have the same rank ≥ 2"));
     }
     let nd = a.ndim();
+    let (ad, bd) = (a.dims(), b.dims());
+    let ka = if transpose_a { ad[nd - 2] } else { ad[nd - 1] };
+    let kb = if transpose_b { bd[nd - 1] } else { bd[nd - 2] };
+    if ad[..nd - 2] != bd[..nd - 2] || ka != kb {
+        return Err(Error::shape("linalg_gemm2", &[a.shape(), b.shape()], format!(
+            "batch dimensions or contracted dimensions differ ({ka} vs {kb}; transpose_a={transpose_a}, transpose_b={transpose_b})"
+        )));
+    }
     let batch: usize = a.dims()[..nd - 2].iter().product();
     let a3 = a.view_as(Shape::new(&[batch, a.dims()[nd - 2], a.dims()[nd - 1]]), 0);
     let b3 = b.view_as(Shape::new(&[batch, b.dims()[nd - 2], b.dims()[nd - 1]]), 0);

@@ -157,6 +157,27 @@ fn reduce_kernel<T: Arith>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r
     }
 }
 
+/// Integer reductions accumulate in i64 (sum and prod wrap, like the
+/// elementwise ops), so 64-bit values stay exact.
+fn reduce_kernel_int<T: Elem>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r: usize, inner: usize) {
+    for o in 0..outer {
+        for j in 0..inner {
+            let it = (0..r).map(|k| x[(o * r + k) * inner + j].to_i64());
+            let v: i64 = match op {
+                ReduceOp::Sum | ReduceOp::NanSum | ReduceOp::Mean => it.fold(0i64, |a, v| a.wrapping_add(v)),
+                ReduceOp::Prod | ReduceOp::NanProd => it.fold(1i64, |a, v| a.wrapping_mul(v)),
+                ReduceOp::Max => it.max().unwrap_or(i64::MIN),
+                ReduceOp::Min => it.min().unwrap_or(i64::MAX),
+            };
+            out[o * inner + j] = if op == ReduceOp::Mean && r > 0 {
+                T::from_f64(v as f64 / r as f64)
+            } else {
+                T::from_i64(v)
+            };
+        }
+    }
+}
+
 /// Reduces over one contiguous block of axes `[a, b)`, keeping dims.
 fn reduce_block(op: ReduceOp, x: &NDArray, a: usize, b: usize, count_scale: bool) -> NDArray {
     let dims = x.dims();
@@ -172,7 +193,11 @@ fn reduce_block(op: ReduceOp, x: &NDArray, a: usize, b: usize, count_scale: bool
     let opk = if count_scale { op } else if op == ReduceOp::Mean { ReduceOp::Sum } else { op };
     if out.size() > 0 {
         push_kernel(op.name(), vec![x.view()], vec![out.view()], move |k| {
-            with_dtype!(dt, T, reduce_kernel::<T>(opk, k.input::<T>(0), k.output::<T>(0), outer, r, inner));
+            if dt.is_int() {
+                with_dtype!(dt, T, reduce_kernel_int::<T>(opk, k.input::<T>(0), k.output::<T>(0), outer, r, inner));
+            } else {
+                with_dtype!(dt, T, reduce_kernel::<T>(opk, k.input::<T>(0), k.output::<T>(0), outer, r, inner));
+            }
             Ok(())
         });
     }
@@ -301,6 +326,7 @@ pub fn argmax(x: &NDArray, axis: Option<i64>, keepdims: bool, is_min: bool, out_
 
 /// `ord`-norm (1 or 2) over `axes` (None: all, flattened).
 pub fn norm(x: &NDArray, ord: u32, axes: Option<&[i64]>, keepdims: bool) -> Result<NDArray> {
+    resolve_axes("norm", x.ndim(), axes, false)?;
     match ord {
         1 => reduce(ReduceOp::Sum, &ops::unary(UnaryOp::Abs, x)?, axes, keepdims, false),
         2 => {

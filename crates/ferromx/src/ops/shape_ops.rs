@@ -156,15 +156,6 @@ pub fn squeeze(x: &NDArray, axes: Option<&[i64]>) -> Result<NDArray> {
 
 /// Broadcasts to `shape` (a copy).
 pub fn broadcast_to(x: &NDArray, shape: Shape) -> Result<NDArray> {
-    // MXNet: 0 in the target keeps the input dim.
-    let mut target = shape.dims().to_vec();
-    let off = target.len().saturating_sub(x.ndim());
-    for (i, t) in target.iter_mut().enumerate() {
-        if *t == 0 && i >= off {
-            *t = x.dims()[i - off];
-        }
-    }
-    let shape = Shape::new(&target);
     let b = Shape::broadcast("broadcast_to", x.shape(), &shape)?;
     if b != shape {
         return Err(Error::shape("broadcast_to", &[x.shape(), &shape], "cannot broadcast"));
@@ -176,6 +167,18 @@ pub fn broadcast_to(x: &NDArray, shape: Shape) -> Result<NDArray> {
         record("broadcast_to", &[x], &[&out], Box::new(move |g| Ok(vec![Some(ops::sum_to(&g[0], &s)?)])));
     }
     Ok(out)
+}
+
+/// MXNet `broadcast_to`: a 0 in the target keeps the input's dim there.
+pub fn broadcast_to_mx(x: &NDArray, shape: Shape) -> Result<NDArray> {
+    let mut target = shape.dims().to_vec();
+    let off = target.len().saturating_sub(x.ndim());
+    for (i, t) in target.iter_mut().enumerate() {
+        if *t == 0 && i >= off {
+            *t = x.dims()[i - off];
+        }
+    }
+    broadcast_to(x, Shape::new(&target))
 }
 
 /// Permutes axes (default: reverse them).
@@ -314,7 +317,8 @@ pub fn slice_axis(x: &NDArray, axis: i64, begin: i64, end: Option<i64>) -> Resul
     let fix = |v: i64| if v < 0 { (v + n).max(0) } else { v.min(n) };
     let (b, e) = (fix(begin), fix(end.unwrap_or(n)));
     if b > e {
-        return Err(Error::index("slice_axis", format!("begin {begin} > end {:?} on axis {ax} of shape {}", end, x.shape())));
+        let end_s = end.map_or("None".to_string(), |e| e.to_string());
+        return Err(Error::index("slice_axis", format!("begin {begin} > end {end_s} on axis {ax} of shape {}", x.shape())));
     }
     slice_steps(x, &[(ax, b as usize, e as usize, 1)])
 }
@@ -478,7 +482,7 @@ impl IndexMode {
             IndexMode::Raise => {
                 let j = if i < 0 { i + n } else { i };
                 if j < 0 || j >= n {
-                    Err(OpFailure::new(ErrorKind::Index, format!("{op}: index {i} is out of bounds for axis with size {n}")))
+                    Err(OpFailure::new(ErrorKind::Index, format!("index {i} is out of bounds for axis with size {n} (mode='raise' in {op})")))
                 } else {
                     Ok(j as usize)
                 }
@@ -640,8 +644,20 @@ pub fn one_hot(indices: &NDArray, depth: usize, on: f64, off: f64, dtype: DType)
 }
 
 /// `cond ? x : y`, broadcasting all three.
+///
+/// As in MXNet, a 1-d `cond` whose length is `x`'s first dimension selects
+/// whole rows.
 pub fn where_(cond: &NDArray, x: &NDArray, y: &NDArray) -> Result<NDArray> {
     let name = "where";
+    let cond_rows;
+    let cond = if cond.ndim() == 1 && x.ndim() > 1 && cond.size() == x.dims()[0] && x.shape() == y.shape() {
+        let mut d = vec![1usize; x.ndim()];
+        d[0] = cond.size();
+        cond_rows = cond.view_as(Shape::new(&d), 0);
+        &cond_rows
+    } else {
+        cond
+    };
     let s = Shape::broadcast(name, &Shape::broadcast(name, cond.shape(), x.shape())?, y.shape())?;
     let c = ops::scalar(BinOp::Ne, &ops::astype(cond, x.dtype())?, 0.0)?;
     let cb = broadcast_to(&c.detach(), s.clone())?;

@@ -159,8 +159,12 @@ fn float_kernel<T: Float + Arith>(op: UnaryOp, x: &[T], o: &mut [T]) {
         Arctanh => map1(x, o, |v| v.atanh()),
         Floor => map1(x, o, |v| v.floor()),
         Ceil => map1(x, o, |v| v.ceil()),
-        // NumPy rounds half to even for both round and rint.
-        Round | Rint => map1(x, o, |v| T::from_f64(v.to_f64().round_ties_even())),
+        // MXNet: round sends halves away from zero; rint sends them down (n.5 -> n).
+        Round => map1(x, o, |v| v.round()),
+        Rint => map1(x, o, |v| {
+            let f = v.floor();
+            if v - f == T::from_f64(0.5) { f } else { v.round() }
+        }),
         Fix | Trunc => map1(x, o, |v| v.trunc()),
         Reciprocal => map1(x, o, |v| one / v),
         Sigmoid => map1(x, o, |v| one / (one + (-v).exp())),
@@ -182,18 +186,18 @@ fn float_kernel<T: Float + Arith>(op: UnaryOp, x: &[T], o: &mut [T]) {
     }
 }
 
-/// `e^x` for f32 in a form the compiler vectorises: range reduction by
-/// `n = round(x·log2 e)` (magic-number rounding, no libm call), a degree-6
-/// minimax polynomial on `[-ln2/2, ln2/2]` (relative error ~1e-7), and the
-/// scale `2^n` built from the exponent bits. Overflow gives +inf, deep
-/// underflow 0, NaN stays NaN.
+/// `e^x` for f32 in `[-87, 88]`, in a form the compiler vectorises: range
+/// reduction by `n = round(x·log2 e)` (magic-number rounding, no libm call), a
+/// degree-6 minimax polynomial on `[-ln2/2, ln2/2]` (relative error ~1e-7),
+/// and the scale `2^n` built from the exponent bits. Inputs outside the range
+/// are clamped here and fixed up by [`exp_slice`].
 #[inline(always)]
-pub fn exp_f32(x: f32) -> f32 {
+fn exp_core(x: f32) -> f32 {
     const LOG2E: f32 = std::f32::consts::LOG2_E;
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
-    let xc = x.clamp(-87.0, 88.5);
+    let xc = x.clamp(-87.0, 88.0);
     let n = (xc * LOG2E + MAGIC) - MAGIC;
     let r = xc - n * LN2_HI - n * LN2_LO;
     let mut p = 1.987_569_1e-4_f32;
@@ -204,10 +208,22 @@ pub fn exp_f32(x: f32) -> f32 {
     p = p * r + 5.000_000_1e-1;
     let e = p * r * r + r + 1.0;
     let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
-    let y = e * scale;
-    let y = if x > 88.72 { f32::INFINITY } else { y };
-    let y = if x < -87.0 { (x as f64).exp() as f32 } else { y };
-    if x.is_nan() { x } else { y }
+    e * scale
+}
+
+/// `exp` over a slice: [`exp_core`] vectorised per block, then a scalar fix-up
+/// of the rare inputs outside its range (overflow, underflow to subnormals, NaN).
+fn exp_slice(x: &[f32], o: &mut [f32]) {
+    for (xb, ob) in x.chunks(1024).zip(o.chunks_mut(1024)) {
+        for (ov, &xv) in ob.iter_mut().zip(xb) {
+            *ov = exp_core(xv);
+        }
+        for (ov, &xv) in ob.iter_mut().zip(xb) {
+            if !(-87.0..=88.0).contains(&xv) {
+                *ov = (xv as f64).exp() as f32;
+            }
+        }
+    }
 }
 
 /// Whether [`fast_f32`] has a kernel for `op`.
@@ -218,8 +234,14 @@ fn has_fast_f32(op: UnaryOp) -> bool {
 /// f32 kernels with a faster implementation than the generic one.
 fn fast_f32(op: UnaryOp, x: &[f32], o: &mut [f32]) {
     match op {
-        UnaryOp::Exp => map1(x, o, exp_f32),
-        UnaryOp::Sigmoid => map1(x, o, |v| 1.0 / (1.0 + exp_f32(-v))),
+        UnaryOp::Exp => crate::ops::par::chunked(o, 1 << 16, |s, c| {
+            let n = c.len();
+            exp_slice(&x[s..s + n], c)
+        }),
+        UnaryOp::Sigmoid => map1(x, o, |v| {
+            let e = if (-87.0..=88.0).contains(&-v) { exp_core(-v) } else { (-(v as f64)).exp() as f32 };
+            1.0 / (1.0 + e)
+        }),
         _ => map1(x, o, |v| if v > 0.0 || v.is_nan() { v } else { 0.0 }),
     }
 }
