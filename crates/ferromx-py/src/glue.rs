@@ -117,3 +117,291 @@ pub fn copy_out(
     // is done or leaks it (module docs).
     unsafe { arr.copy_to_host(ptr, Box::new(()), label) }.map_err(crate::convert::to_py_err)
 }
+
+// ----------------------------------------------------------------------------- DLPack
+//
+// DLPack (https://dmlc.github.io/dlpack) structs, legacy unversioned ABI.
+// Export: a capsule named "dltensor" owning a boxed `Exported`, which keeps an
+// NDArray handle (so the chunk, and its memory, stay alive) and the shape
+// array. The consumer renames the capsule to "used_dltensor" and later calls
+// our deleter; if nobody consumed it, the capsule destructor calls it.
+// Import: the producer's DLManagedTensor is owned by an `Imported`, whose drop
+// (when the wrapping chunk dies) calls the producer's deleter.
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DLDevice {
+    device_type: i32,
+    device_id: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DLDataType {
+    code: u8,
+    bits: u8,
+    lanes: u16,
+}
+
+#[repr(C)]
+struct DLTensor {
+    data: *mut std::ffi::c_void,
+    device: DLDevice,
+    ndim: i32,
+    dtype: DLDataType,
+    shape: *mut i64,
+    strides: *mut i64,
+    byte_offset: u64,
+}
+
+#[repr(C)]
+struct DLManagedTensor {
+    dl_tensor: DLTensor,
+    manager_ctx: *mut std::ffi::c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
+}
+
+#[repr(C)]
+struct DLPackVersion {
+    major: u32,
+    minor: u32,
+}
+
+#[repr(C)]
+struct DLManagedTensorVersioned {
+    version: DLPackVersion,
+    manager_ctx: *mut std::ffi::c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DLManagedTensorVersioned)>,
+    flags: u64,
+    dl_tensor: DLTensor,
+}
+
+const DLPACK_FLAG_READ_ONLY: u64 = 1;
+
+struct Exported {
+    managed: DLManagedTensor,
+    _arr: ferromx::NDArray,
+    _shape: Vec<i64>,
+}
+
+struct ExportedV {
+    managed: DLManagedTensorVersioned,
+    _arr: ferromx::NDArray,
+    _shape: Vec<i64>,
+}
+
+const DLTENSOR: &std::ffi::CStr = c"dltensor";
+const DLTENSOR_V: &std::ffi::CStr = c"dltensor_versioned";
+const USED_DLTENSOR: &std::ffi::CStr = c"used_dltensor";
+
+fn dl_dtype(d: ferromx::DType) -> DLDataType {
+    use ferromx::DType::*;
+    let (code, bits) = match d {
+        F32 => (2, 32),
+        F64 => (2, 64),
+        F16 => (2, 16),
+        BF16 => (4, 16),
+        U8 => (1, 8),
+        I8 => (0, 8),
+        I32 => (0, 32),
+        I64 => (0, 64),
+        Bool => (6, 8),
+    };
+    DLDataType { code, bits, lanes: 1 }
+}
+
+fn from_dl_dtype(t: DLDataType) -> Option<ferromx::DType> {
+    use ferromx::DType::*;
+    Some(match (t.code, t.bits, t.lanes) {
+        (2, 32, 1) => F32,
+        (2, 64, 1) => F64,
+        (2, 16, 1) => F16,
+        (4, 16, 1) => BF16,
+        (1, 8, 1) => U8,
+        (0, 8, 1) => I8,
+        (0, 32, 1) => I32,
+        (0, 64, 1) => I64,
+        (6, 8, 1) | (1, 1, 1) => Bool,
+        _ => return None,
+    })
+}
+
+unsafe extern "C" fn exported_deleter(m: *mut DLManagedTensor) {
+    // SAFETY: `m` is the first field of a boxed `Exported` we leaked in
+    // `to_dlpack`; the consumer calls this exactly once.
+    unsafe {
+        let ctx = (*m).manager_ctx as *mut Exported;
+        drop(Box::from_raw(ctx));
+    }
+}
+
+unsafe extern "C" fn capsule_destructor(capsule: *mut ffi::PyObject) {
+    // SAFETY: called by Python with the GIL held on our capsule; if it was not
+    // consumed (still named "dltensor") we own the tensor and delete it.
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, DLTENSOR.as_ptr()) == 1 {
+            let m = ffi::PyCapsule_GetPointer(capsule, DLTENSOR.as_ptr()) as *mut DLManagedTensor;
+            if !m.is_null() {
+                if let Some(d) = (*m).deleter {
+                    d(m);
+                }
+            }
+        }
+    }
+}
+
+unsafe extern "C" fn exported_v_deleter(m: *mut DLManagedTensorVersioned) {
+    // SAFETY: as `exported_deleter`, for the versioned layout.
+    unsafe {
+        let ctx = (*m).manager_ctx as *mut ExportedV;
+        drop(Box::from_raw(ctx));
+    }
+}
+
+unsafe extern "C" fn capsule_v_destructor(capsule: *mut ffi::PyObject) {
+    // SAFETY: as `capsule_destructor`, for "dltensor_versioned".
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, DLTENSOR_V.as_ptr()) == 1 {
+            let m = ffi::PyCapsule_GetPointer(capsule, DLTENSOR_V.as_ptr()) as *mut DLManagedTensorVersioned;
+            if !m.is_null() {
+                if let Some(d) = (*m).deleter {
+                    d(m);
+                }
+            }
+        }
+    }
+}
+
+/// Wraps `arr` in a versioned (DLPack ≥ 1.0) capsule; `read_only` sets the flag.
+pub fn to_dlpack_versioned(py: Python<'_>, arr: &ferromx::NDArray, read_only: bool) -> PyResult<Py<PyAny>> {
+    let shape: Vec<i64> = arr.dims().iter().map(|&d| d as i64).collect();
+    let mut ex = Box::new(ExportedV {
+        managed: DLManagedTensorVersioned {
+            version: DLPackVersion { major: 1, minor: 0 },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(exported_v_deleter),
+            flags: if read_only { DLPACK_FLAG_READ_ONLY } else { 0 },
+            dl_tensor: DLTensor {
+                data: arr.data_addr() as *mut std::ffi::c_void,
+                device: DLDevice { device_type: 1, device_id: 0 },
+                ndim: shape.len() as i32,
+                dtype: dl_dtype(arr.dtype()),
+                shape: std::ptr::null_mut(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+        },
+        _arr: arr.clone(),
+        _shape: shape,
+    });
+    ex.managed.dl_tensor.shape = ex._shape.as_mut_ptr();
+    let raw = Box::into_raw(ex);
+    // SAFETY: as in `to_dlpack`.
+    unsafe {
+        (*raw).managed.manager_ctx = raw as *mut std::ffi::c_void;
+        let m = std::ptr::addr_of_mut!((*raw).managed);
+        let cap = ffi::PyCapsule_New(m as *mut std::ffi::c_void, DLTENSOR_V.as_ptr(), Some(capsule_v_destructor));
+        if cap.is_null() {
+            drop(Box::from_raw(raw));
+            return Err(PyErr::fetch(py));
+        }
+        Ok(Bound::from_owned_ptr(py, cap).unbind())
+    }
+}
+
+/// Wraps `arr` in a DLPack capsule sharing its memory (the caller waited first).
+pub fn to_dlpack(py: Python<'_>, arr: &ferromx::NDArray) -> PyResult<Py<PyAny>> {
+    let shape: Vec<i64> = arr.dims().iter().map(|&d| d as i64).collect();
+    let mut ex = Box::new(Exported {
+        managed: DLManagedTensor {
+            dl_tensor: DLTensor {
+                data: arr.data_addr() as *mut std::ffi::c_void,
+                device: DLDevice { device_type: 1, device_id: 0 },
+                ndim: shape.len() as i32,
+                dtype: dl_dtype(arr.dtype()),
+                shape: std::ptr::null_mut(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(exported_deleter),
+        },
+        _arr: arr.clone(),
+        _shape: shape,
+    });
+    ex.managed.dl_tensor.shape = ex._shape.as_mut_ptr();
+    let raw = Box::into_raw(ex);
+    // SAFETY: `raw` is a valid leaked Box; `managed` is its first field
+    // (repr(Rust) struct, so we take the field's address explicitly).
+    unsafe {
+        (*raw).managed.manager_ctx = raw as *mut std::ffi::c_void;
+        let m = std::ptr::addr_of_mut!((*raw).managed);
+        let cap = ffi::PyCapsule_New(m as *mut std::ffi::c_void, DLTENSOR.as_ptr(), Some(capsule_destructor));
+        if cap.is_null() {
+            drop(Box::from_raw(raw));
+            return Err(PyErr::fetch(py));
+        }
+        Ok(Bound::from_owned_ptr(py, cap).unbind())
+    }
+}
+
+struct Imported(*mut DLManagedTensor);
+// SAFETY: the producer's tensor is plain memory plus a deleter; we call the
+// deleter once, from whichever thread drops the last chunk reference.
+unsafe impl Send for Imported {}
+// SAFETY: shared references never touch the pointer.
+unsafe impl Sync for Imported {}
+
+impl Drop for Imported {
+    fn drop(&mut self) {
+        // SAFETY: we own the consumed tensor and call its deleter exactly once.
+        // Producers' deleters may need the GIL (NumPy's does), so attach.
+        Python::attach(|_| unsafe {
+            if let Some(d) = (*self.0).deleter {
+                d(self.0);
+            }
+        });
+    }
+}
+
+/// Wraps a DLPack capsule's memory as an NDArray without copying.
+pub fn from_dlpack(capsule: &Bound<'_, PyAny>) -> PyResult<ferromx::NDArray> {
+    use pyo3::exceptions::{PyTypeError, PyValueError};
+    let ptr = capsule.as_ptr();
+    // SAFETY: we check the capsule's name before reading its pointer, read the
+    // DLTensor fields the standard defines, and take ownership by renaming the
+    // capsule to "used_dltensor" as the protocol requires.
+    unsafe {
+        if ffi::PyCapsule_IsValid(ptr, DLTENSOR.as_ptr()) != 1 {
+            return Err(PyTypeError::new_err("from_dlpack expects an unused 'dltensor' capsule"));
+        }
+        let m = ffi::PyCapsule_GetPointer(ptr, DLTENSOR.as_ptr()) as *mut DLManagedTensor;
+        let t = &(*m).dl_tensor;
+        if t.device.device_type != 1 && t.device.device_type != 3 {
+            return Err(PyValueError::new_err(format!(
+                "from_dlpack: only CPU tensors are supported (device type {})",
+                t.device.device_type
+            )));
+        }
+        let dtype = from_dl_dtype(t.dtype).ok_or_else(|| {
+            PyTypeError::new_err(format!("from_dlpack: unsupported dtype code {} bits {}", t.dtype.code, t.dtype.bits))
+        })?;
+        let nd = t.ndim.max(0) as usize;
+        let shape: Vec<usize> = (0..nd).map(|i| *t.shape.add(i) as usize).collect();
+        if !t.strides.is_null() {
+            let mut expect = 1i64;
+            for i in (0..nd).rev() {
+                if shape[i] > 1 && *t.strides.add(i) != expect {
+                    return Err(PyValueError::new_err("from_dlpack: only C-contiguous tensors can be shared"));
+                }
+                expect *= shape[i] as i64;
+            }
+        }
+        let data = (t.data as *mut u8).add(t.byte_offset as usize);
+        let data = std::ptr::NonNull::new(data).unwrap_or(std::ptr::NonNull::dangling());
+        ffi::PyCapsule_SetName(ptr, USED_DLTENSOR.as_ptr());
+        let owner = Box::new(Imported(m));
+        ferromx::NDArray::from_external(data, ferromx::Shape::new(&shape), dtype, ferromx::Context::cpu(0), owner)
+            .map_err(crate::convert::to_py_err)
+    }
+}

@@ -49,6 +49,13 @@ fn copy_to_context(py: Python<'_>, arr: PyRef<'_, PyND>, ctx: &str) -> PyResult<
     wrap(py, ferromx::ops::copy_to_ctx(&arr.a, c).map_err(to_py_err)?)
 }
 
+/// Wraps a DLPack capsule (or an object with `__dlpack__`) without copying.
+#[pyfunction]
+fn from_dlpack(py: Python<'_>, obj: &Bound<'_, PyAny>) -> PyResult<Py<PyND>> {
+    let cap = if obj.hasattr("__dlpack__")? { obj.call_method0("__dlpack__")? } else { obj.clone() };
+    wrap(py, glue::from_dlpack(&cap)?)
+}
+
 /// Waits for all pushed work (GIL released); raises the first error.
 #[pyfunction]
 fn waitall(py: Python<'_>) -> PyResult<()> {
@@ -201,6 +208,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(array_from_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
     m.add_function(wrap_pyfunction!(copy_to_context, m)?)?;
+    m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(set_recording, m)?)?;
     m.add_function(wrap_pyfunction!(set_training, m)?)?;
     m.add_function(wrap_pyfunction!(is_recording, m)?)?;

@@ -394,6 +394,54 @@ impl PyND {
         let d = self.a.dims()[1..].to_vec();
         wrap(py, ops::reshape_to(&s, Shape::new(&d)).map_err(to_py_err)?)
     }
+    /// DLPack export sharing memory; waits for pending writes first. With
+    /// `max_version >= (1, 0)` the capsule is versioned (writable unless
+    /// `_read_only`); otherwise it is the legacy unversioned form.
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None, _read_only=false))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<&Bound<'_, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+        _read_only: bool,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = stream;
+        if let Some((t, _)) = dl_device {
+            if t != 1 {
+                return Err(pyo3::exceptions::PyBufferError::new_err("ferromx arrays live on the CPU (kDLCPU)"));
+            }
+        }
+        if copy == Some(true) {
+            let c = ops::copy(&self.a).map_err(to_py_err)?;
+            let t = c.read_ticket(None).map_err(to_py_err)?;
+            wait_ticket(py, t)?;
+            return match max_version {
+                Some((major, _)) if major >= 1 => glue::to_dlpack_versioned(py, &c, _read_only),
+                _ => glue::to_dlpack(py, &c),
+            };
+        }
+        self._wait_to_read(py, "__dlpack__")?;
+        match max_version {
+            Some((major, _)) if major >= 1 => glue::to_dlpack_versioned(py, &self.a, _read_only),
+            _ => glue::to_dlpack(py, &self.a),
+        }
+    }
+    /// DLPack device: (kDLCPU, 0).
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (1, 0)
+    }
+    /// DLPack capsule for reading (waits for pending writes).
+    fn to_dlpack_for_read(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self._wait_to_read(py, "to_dlpack_for_read")?;
+        glue::to_dlpack(py, &self.a)
+    }
+    /// DLPack capsule for writing (waits for pending reads and writes).
+    fn to_dlpack_for_write(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.wait_to_write(py)?;
+        glue::to_dlpack(py, &self.a)
+    }
     fn __reduce__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let m = py.import("ferromx.ndarray.ndarray")?;
         let f = m.getattr("_rebuild")?;

@@ -94,6 +94,36 @@ impl NDArray {
         Self::from_vec(vec![v], Shape::scalar(), ctx).expect("one value fills a scalar")
     }
 
+    /// Wraps external memory without copying (DLPack import).
+    ///
+    /// # Safety
+    /// `ptr` must address `shape.size() * dtype.size()` bytes, aligned to
+    /// `dtype.size()`, valid until `owner` is dropped, and not modified by
+    /// anyone else while ferromx operations use it.
+    pub unsafe fn from_external(
+        ptr: std::ptr::NonNull<u8>,
+        shape: impl Into<Shape>,
+        dtype: DType,
+        ctx: Context,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Result<Self> {
+        let shape = shape.into();
+        if (ptr.as_ptr() as usize) % dtype.size() != 0 {
+            return Err(Error::value("from_dlpack", format!("data pointer is not aligned for {dtype}")));
+        }
+        let bytes = shape.size() * dtype.size();
+        // SAFETY: forwarded from this function's contract.
+        let chunk = unsafe { Chunk::from_external(ptr, bytes, ctx, owner) };
+        Ok(Self::from_parts(chunk, shape, 0, dtype))
+    }
+
+    /// Address of this array's first element, for zero-copy export (DLPack).
+    /// Call [`NDArray::wait_to_read`] (reading) or [`NDArray::wait_to_write`]
+    /// (writing) first; the address stays valid while any handle lives.
+    pub fn data_addr(&self) -> usize {
+        self.0.chunk.addr() + self.0.offset * self.0.dtype.size()
+    }
+
     /// Shape.
     pub fn shape(&self) -> &Shape {
         &self.0.shape

@@ -345,8 +345,26 @@ def save(fname, data):
 
 
 def from_numpy(ndarray, zero_copy=False):
-    """Copies a NumPy array into an NDArray."""
+    """An NDArray from a NumPy array: a copy, or shared memory with ``zero_copy=True``
+    (the array must be C-contiguous; NumPy must not write to it while ferromx uses it)."""
+    if zero_copy:
+        return from_dlpack(ndarray)
     return array(ndarray, dtype=ndarray.dtype)
+
+
+def from_dlpack(dlpack):
+    """An NDArray sharing memory with a DLPack capsule or an object with ``__dlpack__``."""
+    return _native.from_dlpack(dlpack)
+
+
+def to_dlpack_for_read(data):
+    """A DLPack capsule sharing ``data``'s memory, after its pending writes finish."""
+    return data.to_dlpack_for_read()
+
+
+def to_dlpack_for_write(data):
+    """A DLPack capsule sharing ``data``'s memory, after pending reads and writes finish."""
+    return data.to_dlpack_for_write()
 
 
 def softmax_cross_entropy(data, label, out=None, name=None):  # noqa: ARG001

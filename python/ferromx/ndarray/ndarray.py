@@ -206,12 +206,16 @@ def _int(self):
 def _array(self, dtype=None, copy=None):
     """NumPy conversion (NumPy 2 signature). Waits for pending writes first.
 
-    The result is always a fresh copy, so ``copy=False`` ("never copy") raises
-    ``ValueError`` as NumPy's protocol requires.
+    ``copy=False`` shares memory (zero-copy through DLPack; the NDArray's
+    storage stays alive while the NumPy array does, and writes through it
+    bypass the engine, as MXNet's ``to_dlpack_for_write`` does). Otherwise the
+    result is a fresh copy, like ``asnumpy()``.
     """
     if copy is False:
-        raise ValueError("an NDArray cannot be viewed as a NumPy array without a copy; "
-                         "use copy=None or asnumpy()")
+        if dtype is not None and np.dtype(dtype) != np.dtype(self.dtype):
+            raise ValueError("__array__(copy=False) cannot change the dtype without a copy")
+        _check_sync("__array__")
+        return np.from_dlpack(self)
     a = _to_numpy(self, "__array__")
     if dtype is not None:
         a = a.astype(dtype, copy=False)

@@ -30,12 +30,17 @@ use std::ptr::NonNull;
 use std::sync::Arc;
 
 /// One allocation plus the engine variable guarding it.
+///
+/// Memory is either the chunk's own (from the size-class pool, returned there
+/// on drop) or borrowed from another framework through DLPack, in which case
+/// `external` owns the producer's deleter and runs it on drop.
 pub(crate) struct Chunk {
     pub(crate) var: Var,
     ptr: NonNull<u8>,
     class: usize,
-    pub(crate) _bytes: usize,
+    pub(crate) bytes: usize,
     pub(crate) ctx: Context,
+    external: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 // SAFETY: the buffer is only accessed through `Kernel`, whose accesses the
@@ -49,7 +54,7 @@ impl Chunk {
     pub(crate) fn new(bytes: usize, ctx: Context) -> Arc<Chunk> {
         let class = size_class(bytes);
         let ptr = pool::take(class);
-        Arc::new(Chunk { var: Engine::global().new_var(), ptr, class, _bytes: bytes, ctx })
+        Arc::new(Chunk { var: Engine::global().new_var(), ptr, class, bytes, ctx, external: None })
     }
 
     /// A chunk initialised from bytes on the calling thread. The chunk is new,
@@ -65,9 +70,35 @@ impl Chunk {
     }
 }
 
+impl Chunk {
+    /// Wraps memory owned by someone else (zero-copy import).
+    ///
+    /// # Safety
+    /// `ptr` must be valid for reads and writes of `bytes` bytes, aligned for
+    /// the element type it will be viewed as, and stay valid (and unused by
+    /// anyone else while engine ops run on it) until `owner` is dropped.
+    pub(crate) unsafe fn from_external(
+        ptr: NonNull<u8>,
+        bytes: usize,
+        ctx: Context,
+        owner: Box<dyn std::any::Any + Send + Sync>,
+    ) -> Arc<Chunk> {
+        Arc::new(Chunk { var: Engine::global().new_var(), ptr, class: 0, bytes, ctx, external: Some(owner) })
+    }
+
+    /// Address of the first byte (for zero-copy export; dereferencing it is
+    /// the importer's business and must follow the engine's waits).
+    pub(crate) fn addr(&self) -> usize {
+        self.ptr.as_ptr() as usize
+    }
+}
+
 impl Drop for Chunk {
     fn drop(&mut self) {
-        pool::give(self.ptr, self.class);
+        match self.external.take() {
+            Some(owner) => drop(owner),
+            None => pool::give(self.ptr, self.class),
+        }
     }
 }
 
@@ -108,6 +139,7 @@ impl<'a> Kernel<'a> {
     pub fn input<T: Elem>(&self, i: usize) -> &'a [T] {
         let v = &self.ins[i];
         assert_eq!(v.dtype, T::DTYPE, "kernel read input {i} with the wrong element type");
+        assert!((v.offset + v.len) * v.dtype.size() <= v.chunk.bytes, "view out of its chunk's bounds");
         if v.len == 0 {
             return &[];
         }
@@ -120,6 +152,7 @@ impl<'a> Kernel<'a> {
     pub fn output<T: Elem>(&self, i: usize) -> &'a mut [T] {
         let v = &self.outs[i];
         assert_eq!(v.dtype, T::DTYPE, "kernel wrote output {i} with the wrong element type");
+        assert!((v.offset + v.len) * v.dtype.size() <= v.chunk.bytes, "view out of its chunk's bounds");
         let bit = 1u64 << i;
         assert!(self.taken.get() & bit == 0, "kernel took output {i} twice");
         self.taken.set(self.taken.get() | bit);
