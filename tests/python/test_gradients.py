@@ -442,12 +442,6 @@ def test_smooth_l1_gradient():
     _check(lambda a: nd.smooth_l1(a, scalar=1.0), x)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="Rust bug: pick's backward (crates/ferromx/src/ops/shape_ops.rs, fn pick) one-hot "
-    "encodes the raw indices, ignoring mode='clip'/'wrap', so out-of-range indices get no "
-    "gradient",
-)
 @pytest.mark.parametrize("mode", ["clip", "wrap"])
 def test_pick_out_of_range_index_gradient(mode):
     _check(

@@ -17,10 +17,7 @@ const SPIN_OPS: u64 = 10_000;
 const SPIN: Duration = Duration::from_micros(50);
 
 fn engine(workers: usize) -> Engine {
-    Engine::new(EngineConfig {
-        cpu_workers: workers,
-        ..EngineConfig::default()
-    })
+    Engine::new(EngineConfig { cpu_workers: workers, ..EngineConfig::default() })
 }
 
 /// Pushes `CHAIN_OPS` empty ops that all write `v`, waits for them; returns the wall time.
@@ -67,9 +64,7 @@ fn bench_chain(c: &mut Criterion) {
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(4))
         .throughput(Throughput::Elements(CHAIN_OPS));
-    g.bench_function("push_execute_wait_all", |b| {
-        b.iter_custom(|iters| (0..iters).map(|_| run_chain(&e, &v)).sum())
-    });
+    g.bench_function("push_execute_wait_all", |b| b.iter_custom(|iters| (0..iters).map(|_| run_chain(&e, &v)).sum()));
     g.finish();
 }
 

@@ -38,9 +38,8 @@ impl EngineConfig {
     /// and `FERROMX_ENGINE_SPIN_US`. `MXNET_ENGINE_TYPE` is honoured too.
     pub fn from_env() -> Self {
         let mut c = Self::default();
-        let ty = std::env::var("FERROMX_ENGINE_TYPE")
-            .or_else(|_| std::env::var("MXNET_ENGINE_TYPE"))
-            .unwrap_or_default();
+        let ty =
+            std::env::var("FERROMX_ENGINE_TYPE").or_else(|_| std::env::var("MXNET_ENGINE_TYPE")).unwrap_or_default();
         if ty.eq_ignore_ascii_case("NaiveEngine") || ty.eq_ignore_ascii_case("naive") {
             c.mode = EngineMode::Naive;
         }
@@ -64,9 +63,7 @@ impl Default for EngineConfig {
     fn default() -> Self {
         Self {
             mode: EngineMode::Threaded,
-            cpu_workers: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            cpu_workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             max_inflight_ops: 16_384,
             max_inflight_bytes: 4 << 30,
             spin: Duration::from_micros(50),

@@ -25,24 +25,15 @@ pub struct Device {
 impl Device {
     /// `cpu(id)`.
     pub const fn cpu(id: u32) -> Self {
-        Self {
-            kind: DeviceKind::Cpu,
-            id,
-        }
+        Self { kind: DeviceKind::Cpu, id }
     }
     /// `cpu_pinned(id)`.
     pub const fn cpu_pinned(id: u32) -> Self {
-        Self {
-            kind: DeviceKind::CpuPinned,
-            id,
-        }
+        Self { kind: DeviceKind::CpuPinned, id }
     }
     /// `gpu(id)`.
     pub const fn gpu(id: u32) -> Self {
-        Self {
-            kind: DeviceKind::Gpu,
-            id,
-        }
+        Self { kind: DeviceKind::Gpu, id }
     }
 }
 

@@ -268,17 +268,7 @@ impl Engine {
 
     fn push_inner(&self, op: Op, signal: Option<Arc<Signal>>) {
         let s = &self.shared;
-        let Op {
-            name,
-            func,
-            reads,
-            writes,
-            device,
-            priority,
-            label,
-            detail,
-            bytes,
-        } = op;
+        let Op { name, func, reads, writes, device, priority, label, detail, bytes } = op;
         let mut w: SmallVec<[Var; 2]> = SmallVec::new();
         for v in writes {
             if !w.iter().any(|x| x.same(&v)) {
@@ -348,12 +338,7 @@ impl Engine {
         }
     }
 
-    fn ticket(
-        &self,
-        target: WaitTarget,
-        var: Option<&Var>,
-        label: Option<Arc<str>>,
-    ) -> Result<WaitTicket> {
+    fn ticket(&self, target: WaitTarget, var: Option<&Var>, label: Option<Arc<str>>) -> Result<WaitTicket> {
         if in_engine_op() {
             return Err(EngineError::new(
                 ErrorKind::WaitInsideOp,
@@ -391,14 +376,7 @@ impl Engine {
             }
             _ => None,
         };
-        Ok(WaitTicket {
-            shared: s.clone(),
-            target,
-            var: var.cloned(),
-            signal,
-            label,
-            started: Mutex::new(None),
-        })
+        Ok(WaitTicket { shared: s.clone(), target, var: var.cloned(), signal, label, started: Mutex::new(None) })
     }
 
     /// Pushes `op` and returns a ticket that completes when *this op* has run
@@ -572,8 +550,7 @@ impl Shared {
         let ops = self.inflight_ops.load(Ordering::Relaxed);
         ops == 0
             || (ops <= self.config.max_inflight_ops * 3 / 4
-                && self.inflight_bytes.load(Ordering::Relaxed)
-                    <= self.config.max_inflight_bytes / 4 * 3)
+                && self.inflight_bytes.load(Ordering::Relaxed) <= self.config.max_inflight_bytes / 4 * 3)
     }
 
     fn emit_counters(&self) {
@@ -635,12 +612,7 @@ impl Shared {
             crate::DeviceKind::Cpu => self.config.cpu_workers,
             _ => 1,
         };
-        let p = Arc::new(Pool::start(
-            Arc::downgrade(self),
-            device,
-            n,
-            self.config.spin,
-        ));
+        let p = Arc::new(Pool::start(Arc::downgrade(self), device, n, self.config.spin));
         pools.push((device, p.clone()));
         p
     }
@@ -663,17 +635,9 @@ impl Shared {
     /// Runs one op (or skips it, inheriting a failure) and completes it.
     /// Returns one newly ready op for the same device that the caller should
     /// run next (a continuation that avoids a queue round trip).
-    pub(crate) fn execute(
-        self: &Arc<Self>,
-        op: Arc<OprBlock>,
-        thread: &str,
-    ) -> Option<Arc<OprBlock>> {
+    pub(crate) fn execute(self: &Arc<Self>, op: Arc<OprBlock>, thread: &str) -> Option<Arc<OprBlock>> {
         let listening = self.listeners.active();
-        let thread_name: Option<Arc<str>> = if listening {
-            Some(Arc::from(thread))
-        } else {
-            None
-        };
+        let thread_name: Option<Arc<str>> = if listening { Some(Arc::from(thread)) } else { None };
         let mut inherited: Option<SharedError> = None;
         for (i, v) in op.reads.iter().chain(op.writes.iter()).enumerate() {
             let seq = op.seqs[i].load(Ordering::Relaxed);
@@ -739,11 +703,7 @@ impl Shared {
         self.complete(&op, error)
     }
 
-    fn complete(
-        self: &Arc<Self>,
-        op: &Arc<OprBlock>,
-        error: Option<SharedError>,
-    ) -> Option<Arc<OprBlock>> {
+    fn complete(self: &Arc<Self>, op: &Arc<OprBlock>, error: Option<SharedError>) -> Option<Arc<OprBlock>> {
         let nr = op.reads.len();
         for (i, v) in op.writes.iter().enumerate() {
             let seq = op.seqs[nr + i].load(Ordering::Relaxed);

@@ -37,17 +37,11 @@ pub struct OpFailure {
 impl OpFailure {
     /// A generic runtime failure.
     pub fn runtime(message: impl Into<String>) -> Self {
-        Self {
-            kind: ErrorKind::Runtime,
-            message: message.into(),
-        }
+        Self { kind: ErrorKind::Runtime, message: message.into() }
     }
     /// A failure of the given kind.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-        }
+        Self { kind, message: message.into() }
     }
 }
 
@@ -79,12 +73,7 @@ pub struct EngineError {
 impl EngineError {
     /// An error that did not come from an operation (e.g. a wait issued inside an op).
     pub fn new(kind: ErrorKind, op: impl Into<String>, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            op: op.into(),
-            label: None,
-            message: message.into(),
-        }
+        Self { kind, op: op.into(), label: None, message: message.into() }
     }
 }
 

@@ -103,9 +103,7 @@ impl Drop for VarInner {
             f();
         }
         if self.shared.listeners.active() {
-            self.shared
-                .listeners
-                .emit(&EngineEvent::VarDelete { var: self.id });
+            self.shared.listeners.emit(&EngineEvent::VarDelete { var: self.id });
         }
     }
 }

@@ -40,10 +40,7 @@ fn config_from_env() {
     std::env::set_var("FERROMX_ENGINE_SPIN_US", "5");
     let c = EngineConfig::from_env();
     assert_eq!(c.mode, EngineMode::Naive);
-    assert_eq!(
-        (c.cpu_workers, c.max_inflight_ops, c.max_inflight_bytes),
-        (3, 77, 1024)
-    );
+    assert_eq!((c.cpu_workers, c.max_inflight_ops, c.max_inflight_bytes), (3, 77, 1024));
     assert_eq!(c.spin, Duration::from_micros(5));
 
     // Zero bounds are clamped to one; junk is ignored.
@@ -60,10 +57,6 @@ fn config_from_env() {
     clear();
     std::env::set_var("FERROMX_ENGINE_TYPE", "ThreadedEngine");
     std::env::set_var("MXNET_ENGINE_TYPE", "NaiveEngine");
-    assert_eq!(
-        EngineConfig::from_env().mode,
-        EngineMode::Threaded,
-        "FERROMX_ENGINE_TYPE wins"
-    );
+    assert_eq!(EngineConfig::from_env().mode, EngineMode::Threaded, "FERROMX_ENGINE_TYPE wins");
     clear();
 }

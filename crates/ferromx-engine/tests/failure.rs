@@ -27,24 +27,17 @@ fn err_marks_written_vars_failed_but_not_read_vars() {
         let engine = threaded(2);
         let (a, b, c) = (engine.new_var(), engine.new_var(), engine.new_var());
         engine.push(
-            failing(
-                "bad_op",
-                ErrorKind::Value,
-                "shape (2,3) does not match (3,2)",
-            )
-            .reads([&c])
-            .writes([&a, &b])
-            .label(Some("model.py:7".into())),
+            failing("bad_op", ErrorKind::Value, "shape (2,3) does not match (3,2)")
+                .reads([&c])
+                .writes([&a, &b])
+                .label(Some("model.py:7".into())),
         );
         let e = engine.wait_to_read(&a).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Value);
         assert_eq!(e.op, "bad_op");
         assert_eq!(e.label.as_deref(), Some("model.py:7"));
         assert_eq!(e.message, "shape (2,3) does not match (3,2)");
-        assert_eq!(
-            e.to_string(),
-            "bad_op: shape (2,3) does not match (3,2) (pushed at model.py:7)"
-        );
+        assert_eq!(e.to_string(), "bad_op: shape (2,3) does not match (3,2) (pushed at model.py:7)");
         // b carries the same error until someone waits on it; c was only read.
         assert_eq!(b.error().expect("b failed").op, "bad_op");
         assert!(c.error().is_none());
@@ -58,12 +51,7 @@ fn err_marks_written_vars_failed_but_not_read_vars() {
 fn error_kinds_are_preserved() {
     with_deadline(DEADLINE, || {
         let engine = threaded(1);
-        for kind in [
-            ErrorKind::Runtime,
-            ErrorKind::Index,
-            ErrorKind::Value,
-            ErrorKind::Type,
-        ] {
+        for kind in [ErrorKind::Runtime, ErrorKind::Index, ErrorKind::Value, ErrorKind::Type] {
             let v = engine.new_var();
             engine.push(failing("k", kind, "msg").writes([&v]));
             let e = engine.wait_to_read(&v).unwrap_err();
@@ -79,57 +67,26 @@ fn error_kinds_are_preserved() {
 fn failure_propagates_along_a_chain_with_the_original_name_and_label() {
     with_deadline(DEADLINE, || {
         let engine = threaded(2);
-        let (a, b, c, side) = (
-            engine.new_var(),
-            engine.new_var(),
-            engine.new_var(),
-            engine.new_var(),
-        );
-        let (ran_b, ran_c, ran_side) = (
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(AtomicBool::new(false)),
-        );
+        let (a, b, c, side) = (engine.new_var(), engine.new_var(), engine.new_var(), engine.new_var());
+        let (ran_b, ran_c, ran_side) =
+            (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
         engine.push(
-            failing(
-                "producer",
-                ErrorKind::Index,
-                "index 10 out of range for axis 0 of size 4",
-            )
-            .writes([&a])
-            .label(Some("train.py:42".into())),
+            failing("producer", ErrorKind::Index, "index 10 out of range for axis 0 of size 4")
+                .writes([&a])
+                .label(Some("train.py:42".into())),
         );
-        engine.push(
-            flag_op("middle", &ran_b)
-                .reads([&a])
-                .writes([&b])
-                .label(Some("train.py:43".into())),
-        );
-        engine.push(
-            flag_op("consumer", &ran_c)
-                .reads([&b])
-                .writes([&c])
-                .label(Some("train.py:44".into())),
-        );
+        engine.push(flag_op("middle", &ran_b).reads([&a]).writes([&b]).label(Some("train.py:43".into())));
+        engine.push(flag_op("consumer", &ran_c).reads([&b]).writes([&c]).label(Some("train.py:44".into())));
         engine.push(flag_op("independent", &ran_side).writes([&side]));
         let e = engine.wait_to_read(&c).unwrap_err();
         assert_eq!(e.kind, ErrorKind::Index);
         assert_eq!(e.op, "producer", "the error names the op that failed first");
         assert_eq!(e.label.as_deref(), Some("train.py:42"));
         assert!(e.message.contains("out of range"), "{e}");
-        assert!(
-            !ran_b.load(Ordering::SeqCst),
-            "an op reading a failed var is skipped"
-        );
-        assert!(
-            !ran_c.load(Ordering::SeqCst),
-            "failures propagate transitively"
-        );
+        assert!(!ran_b.load(Ordering::SeqCst), "an op reading a failed var is skipped");
+        assert!(!ran_c.load(Ordering::SeqCst), "failures propagate transitively");
         engine.wait_to_read(&side).unwrap();
-        assert!(
-            ran_side.load(Ordering::SeqCst),
-            "ops not touching failed vars run"
-        );
+        assert!(ran_side.load(Ordering::SeqCst), "ops not touching failed vars run");
         assert_eq!(b.error().unwrap().op, "producer");
         // An op writing (not reading) a failed var is skipped too and keeps the error.
         let ran_over = Arc::new(AtomicBool::new(false));
@@ -194,18 +151,10 @@ fn errors_are_reported_once() {
 fn wait_all_returns_the_first_error_and_clears_all() {
     with_deadline(DEADLINE, || {
         let engine = threaded(2);
-        let (a, b, c, d) = (
-            engine.new_var(),
-            engine.new_var(),
-            engine.new_var(),
-            engine.new_var(),
-        );
+        let (a, b, c, d) = (engine.new_var(), engine.new_var(), engine.new_var(), engine.new_var());
         engine.push(failing("first", ErrorKind::Value, "1").writes([&a]));
         // A ticket that is never finished observes completion without clearing anything.
-        assert!(engine
-            .write_ticket(&a, None)
-            .unwrap()
-            .wait_timeout(Some(DEADLINE)));
+        assert!(engine.write_ticket(&a, None).unwrap().wait_timeout(Some(DEADLINE)));
         assert_eq!(a.error().unwrap().op, "first");
         engine.push(failing("second", ErrorKind::Type, "2").writes([&b]));
         engine.push(Op::new("inherits", || Ok(())).reads([&b]).writes([&c]));
@@ -213,10 +162,7 @@ fn wait_all_returns_the_first_error_and_clears_all() {
         let e = engine.wait_all().unwrap_err();
         assert_eq!((e.op.as_str(), e.kind), ("first", ErrorKind::Value));
         for v in [&a, &b, &c, &d] {
-            assert!(
-                v.error().is_none(),
-                "{v:?} still carries an error after wait_all"
-            );
+            assert!(v.error().is_none(), "{v:?} still carries an error after wait_all");
             engine.wait_to_read(v).unwrap();
         }
         engine.wait_all().unwrap();
@@ -330,11 +276,8 @@ fn an_op_may_return_a_refused_wait_as_its_error() {
         let eng = engine.clone();
         let v2 = v.clone();
         engine.push(
-            Op::new("nested_wait", move || {
-                eng.wait_to_read(&v2)
-                    .map_err(|e| OpFailure::new(e.kind, e.message))
-            })
-            .writes([&out]),
+            Op::new("nested_wait", move || eng.wait_to_read(&v2).map_err(|e| OpFailure::new(e.kind, e.message)))
+                .writes([&out]),
         );
         let e = engine.wait_to_read(&out).unwrap_err();
         assert_eq!(e.kind, ErrorKind::WaitInsideOp);
@@ -349,24 +292,13 @@ fn failures_in_naive_mode_surface_the_same_way() {
     with_deadline(DEADLINE, || {
         let engine = naive();
         let (a, b) = (engine.new_var(), engine.new_var());
-        engine.push(
-            failing("naive_bad", ErrorKind::Value, "v")
-                .writes([&a])
-                .label(Some("n.py:1".into())),
-        );
-        assert_eq!(
-            a.error().unwrap().op,
-            "naive_bad",
-            "failed as soon as push returned"
-        );
+        engine.push(failing("naive_bad", ErrorKind::Value, "v").writes([&a]).label(Some("n.py:1".into())));
+        assert_eq!(a.error().unwrap().op, "naive_bad", "failed as soon as push returned");
         let ran = Arc::new(AtomicBool::new(false));
         engine.push(flag_op("naive_next", &ran).reads([&a]).writes([&b]));
         assert!(!ran.load(Ordering::SeqCst));
         let e = engine.wait_to_read(&b).unwrap_err();
-        assert_eq!(
-            (e.op.as_str(), e.label.as_deref()),
-            ("naive_bad", Some("n.py:1"))
-        );
+        assert_eq!((e.op.as_str(), e.label.as_deref()), ("naive_bad", Some("n.py:1")));
         engine.push(Op::new("naive_panic", || panic!("{INTENTIONAL}")).writes([&b]));
         assert_eq!(engine.wait_to_read(&b).unwrap_err().kind, ErrorKind::Panic);
         assert!(engine.wait_all().is_err(), "a's error is still pending");

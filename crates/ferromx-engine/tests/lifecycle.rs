@@ -34,14 +34,9 @@ fn var_deletion_is_deferred_until_its_ops_complete() {
         );
         engine.push(Op::new("reads_v", || Ok(())).reads([&v]));
         drop(v);
-        assert!(
-            rx.recv_timeout(BLOCKED_FOR).is_err(),
-            "deleted while an op pushed against it is pending"
-        );
+        assert!(rx.recv_timeout(BLOCKED_FOR).is_err(), "deleted while an op pushed against it is pending");
         gate.open();
-        let op_finished_first = rx
-            .recv_timeout(DEADLINE)
-            .expect("deleted after the ops completed");
+        let op_finished_first = rx.recv_timeout(DEADLINE).expect("deleted after the ops completed");
         assert!(op_finished_first);
         engine.wait_all().unwrap();
     });
@@ -64,11 +59,7 @@ fn var_without_pending_ops_is_deleted_on_drop() {
         drop(v);
         assert_eq!(deleted.load(Ordering::SeqCst), 0, "a clone is still alive");
         drop(clone);
-        assert_eq!(
-            deleted.load(Ordering::SeqCst),
-            1,
-            "deleted synchronously by the last drop"
-        );
+        assert_eq!(deleted.load(Ordering::SeqCst), 1, "deleted synchronously by the last drop");
         // A var whose ops all completed is deleted soon after its last handle goes.
         let w = engine.new_var();
         let d = deleted.clone();
@@ -78,9 +69,7 @@ fn var_without_pending_ops_is_deleted_on_drop() {
         engine.push(Op::new("w", || Ok(())).writes([&w]));
         engine.wait_all().unwrap();
         drop(w);
-        eventually(DEADLINE, "on_delete after completion", || {
-            deleted.load(Ordering::SeqCst) == 2
-        });
+        eventually(DEADLINE, "on_delete after completion", || deleted.load(Ordering::SeqCst) == 2);
     });
 }
 
@@ -101,9 +90,7 @@ fn op_closures_are_released_after_they_run() {
             );
         }
         engine.wait_all().unwrap();
-        eventually(DEADLINE, "captures dropped", || {
-            Arc::strong_count(&payload) == 1
-        });
+        eventually(DEADLINE, "captures dropped", || Arc::strong_count(&payload) == 1);
     });
 }
 
@@ -129,13 +116,9 @@ fn dropping_the_engine_waits_for_pending_ops() {
             drop(engine);
             tx.send(()).unwrap();
         });
-        assert!(
-            rx.recv_timeout(BLOCKED_FOR).is_err(),
-            "engine dropped with an op still pending"
-        );
+        assert!(rx.recv_timeout(BLOCKED_FOR).is_err(), "engine dropped with an op still pending");
         gate.open();
-        rx.recv_timeout(DEADLINE)
-            .expect("engine drop returns once its ops are done");
+        rx.recv_timeout(DEADLINE).expect("engine drop returns once its ops are done");
         h.join().unwrap();
         assert!(ran.load(Ordering::SeqCst));
         // The var outlives the engine harmlessly.
@@ -149,11 +132,7 @@ fn spawn_pusher(
     gate: &Arc<Gate>,
     n: usize,
     bytes: u64,
-) -> (
-    Arc<AtomicUsize>,
-    mpsc::Receiver<()>,
-    std::thread::JoinHandle<()>,
-) {
+) -> (Arc<AtomicUsize>, mpsc::Receiver<()>, std::thread::JoinHandle<()>) {
     let pushed = Arc::new(AtomicUsize::new(0));
     let (tx, rx) = mpsc::channel();
     let (engine, gate, p) = (engine.clone(), gate.clone(), pushed.clone());
@@ -170,32 +149,20 @@ fn spawn_pusher(
 #[test]
 fn push_blocks_at_the_inflight_op_bound() {
     with_deadline(DEADLINE, || {
-        let engine = Arc::new(Engine::new(EngineConfig {
-            cpu_workers: 1,
-            max_inflight_ops: 4,
-            ..EngineConfig::default()
-        }));
+        let engine =
+            Arc::new(Engine::new(EngineConfig { cpu_workers: 1, max_inflight_ops: 4, ..EngineConfig::default() }));
         assert!(!engine.over_limit());
         let gate = Gate::new();
         let _guard = OpenOnDrop(gate.clone());
         let (pushed, done, h) = spawn_pusher(&engine, &gate, 10, 0);
-        eventually(DEADLINE, "four pushes", || {
-            pushed.load(Ordering::SeqCst) >= 4
-        });
-        assert!(
-            done.recv_timeout(BLOCKED_FOR).is_err(),
-            "pusher ran past the bound"
-        );
+        eventually(DEADLINE, "four pushes", || pushed.load(Ordering::SeqCst) >= 4);
+        assert!(done.recv_timeout(BLOCKED_FOR).is_err(), "pusher ran past the bound");
         let p = pushed.load(Ordering::SeqCst);
-        assert!(
-            (4..=5).contains(&p),
-            "{p} pushes with a bound of 4 and every op held"
-        );
+        assert!((4..=5).contains(&p), "{p} pushes with a bound of 4 and every op held");
         assert!(engine.inflight_ops() <= 5);
         assert!(engine.over_limit());
         gate.open();
-        done.recv_timeout(DEADLINE)
-            .expect("pusher finishes once ops drain");
+        done.recv_timeout(DEADLINE).expect("pusher finishes once ops drain");
         h.join().unwrap();
         assert_eq!(pushed.load(Ordering::SeqCst), 10);
         engine.wait_all().unwrap();
@@ -207,31 +174,19 @@ fn push_blocks_at_the_inflight_op_bound() {
 #[test]
 fn push_blocks_at_the_inflight_byte_bound() {
     with_deadline(DEADLINE, || {
-        let engine = Arc::new(Engine::new(EngineConfig {
-            cpu_workers: 1,
-            max_inflight_bytes: 1000,
-            ..EngineConfig::default()
-        }));
+        let engine =
+            Arc::new(Engine::new(EngineConfig { cpu_workers: 1, max_inflight_bytes: 1000, ..EngineConfig::default() }));
         let gate = Gate::new();
         let _guard = OpenOnDrop(gate.clone());
         let (pushed, done, h) = spawn_pusher(&engine, &gate, 8, 400);
-        eventually(DEADLINE, "three pushes", || {
-            pushed.load(Ordering::SeqCst) >= 3
-        });
-        assert!(
-            done.recv_timeout(BLOCKED_FOR).is_err(),
-            "pusher ran past the byte bound"
-        );
+        eventually(DEADLINE, "three pushes", || pushed.load(Ordering::SeqCst) >= 3);
+        assert!(done.recv_timeout(BLOCKED_FOR).is_err(), "pusher ran past the byte bound");
         let p = pushed.load(Ordering::SeqCst);
-        assert!(
-            (3..=4).contains(&p),
-            "{p} pushes of 400 B with a bound of 1000 B"
-        );
+        assert!((3..=4).contains(&p), "{p} pushes of 400 B with a bound of 1000 B");
         assert!(engine.inflight_bytes() >= 1000);
         assert!(engine.over_limit());
         gate.open();
-        done.recv_timeout(DEADLINE)
-            .expect("pusher finishes once bytes drain");
+        done.recv_timeout(DEADLINE).expect("pusher finishes once bytes drain");
         h.join().unwrap();
         engine.wait_all().unwrap();
         assert_eq!(engine.inflight_bytes(), 0);
@@ -253,11 +208,8 @@ fn push_blocks_at_the_inflight_byte_bound() {
 #[test]
 fn throttle_blocks_until_work_drains() {
     with_deadline(DEADLINE, || {
-        let engine = Arc::new(Engine::new(EngineConfig {
-            cpu_workers: 1,
-            max_inflight_ops: 2,
-            ..EngineConfig::default()
-        }));
+        let engine =
+            Arc::new(Engine::new(EngineConfig { cpu_workers: 1, max_inflight_ops: 2, ..EngineConfig::default() }));
         engine.throttle(); // no-op when under the bound
         let gate = Gate::new();
         let _guard = OpenOnDrop(gate.clone());
@@ -270,13 +222,9 @@ fn throttle_blocks_until_work_drains() {
             e.throttle();
             tx.send(()).unwrap();
         });
-        assert!(
-            rx.recv_timeout(BLOCKED_FOR).is_err(),
-            "throttle returned over the bound"
-        );
+        assert!(rx.recv_timeout(BLOCKED_FOR).is_err(), "throttle returned over the bound");
         gate.open();
-        rx.recv_timeout(DEADLINE)
-            .expect("throttle returns after draining");
+        rx.recv_timeout(DEADLINE).expect("throttle returns after draining");
         h.join().unwrap();
         engine.wait_all().unwrap();
     });
@@ -285,11 +233,8 @@ fn throttle_blocks_until_work_drains() {
 #[test]
 fn pushes_from_inside_ops_are_never_throttled() {
     with_deadline(DEADLINE, || {
-        let engine = Arc::new(Engine::new(EngineConfig {
-            cpu_workers: 1,
-            max_inflight_ops: 2,
-            ..EngineConfig::default()
-        }));
+        let engine =
+            Arc::new(Engine::new(EngineConfig { cpu_workers: 1, max_inflight_ops: 2, ..EngineConfig::default() }));
         let count = Arc::new(AtomicUsize::new(0));
         let (eng, c) = (engine.clone(), count.clone());
         let v = engine.new_var();
@@ -336,11 +281,7 @@ fn naive_mode_runs_ops_on_the_pushing_thread() {
                     .writes([&v])
                     .bytes(i),
                 );
-                assert_eq!(
-                    *ran_on.lock().unwrap(),
-                    Some(std::thread::current().id()),
-                    "done when push returns"
-                );
+                assert_eq!(*ran_on.lock().unwrap(), Some(std::thread::current().id()), "done when push returns");
                 assert!(engine.is_ready(&v));
                 assert_eq!(engine.inflight_ops(), 0);
                 assert_eq!(engine.inflight_bytes(), 0);
@@ -366,8 +307,7 @@ fn priority_ops_are_taken_before_normal_ready_ops() {
             tx.send(()).unwrap();
             g.wait()
         }));
-        rx.recv_timeout(DEADLINE)
-            .expect("blocker occupies the only worker");
+        rx.recv_timeout(DEADLINE).expect("blocker occupies the only worker");
         let order = Arc::new(Mutex::new(Vec::new()));
         for (name, prio) in [("n1", 0), ("n2", 0), ("n3", -1), ("p1", 5), ("n4", 0)] {
             let o = order.clone();
@@ -424,9 +364,6 @@ fn priority_does_not_break_dependencies() {
         );
         gate.open();
         engine.wait_to_read(&v).unwrap();
-        assert_eq!(
-            *log.lock().unwrap(),
-            vec!["write", "read", "read", "read", "read", "write2"]
-        );
+        assert_eq!(*log.lock().unwrap(), vec!["write", "read", "read", "read", "read", "write2"]);
     });
 }

@@ -23,10 +23,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn base_seed() -> u64 {
-    std::env::var("FERROMX_PROP_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5EED_F00D)
+    std::env::var("FERROMX_PROP_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5EED_F00D)
 }
 
 const MAX_OPS_PER_THREAD: usize = 48;
@@ -77,11 +74,7 @@ fn gen_program(rng: &mut Rng, max_threads: usize, min_threads: usize) -> Program
             let spec = OpSpec {
                 key: t * MAX_OPS_PER_THREAD + i,
                 dup_read: !writes.is_empty() && rng.chance(1, 5),
-                spin_us: if rng.chance(1, 8) {
-                    rng.range(1, 20) as u64
-                } else {
-                    0
-                },
+                spin_us: if rng.chance(1, 8) { rng.range(1, 20) as u64 } else { 0 },
                 reads,
                 writes,
             };
@@ -89,20 +82,12 @@ fn gen_program(rng: &mut Rng, max_threads: usize, min_threads: usize) -> Program
             steps.push(Step::Push(spec));
             if rng.chance(1, 12) {
                 let v = rng.range(0, nvars - 1);
-                steps.push(if rng.chance(1, 2) {
-                    Step::WaitRead(v)
-                } else {
-                    Step::WaitWrite(v)
-                });
+                steps.push(if rng.chance(1, 2) { Step::WaitRead(v) } else { Step::WaitWrite(v) });
             }
         }
         threads.push(steps);
     }
-    Program {
-        nvars,
-        threads,
-        specs,
-    }
+    Program { nvars, threads, specs }
 }
 
 #[derive(Default)]
@@ -146,13 +131,9 @@ fn body(st: &State, spec: &OpSpec) {
     for &v in &spec.writes {
         let p = &st.probes[v];
         if p.writers.fetch_add(1, Ordering::SeqCst) != 0 || p.readers.load(Ordering::SeqCst) != 0 {
-            st.violation(format!(
-                "op {} writes var {v} concurrently with another op",
-                spec.key
-            ));
+            st.violation(format!("op {} writes var {v} concurrently with another op", spec.key));
         }
-        obs.reads_done
-            .push((v, p.reads_done.load(Ordering::SeqCst)));
+        obs.reads_done.push((v, p.reads_done.load(Ordering::SeqCst)));
         p.log.lock().unwrap().push(spec.key);
     }
     if spec.spin_us > 0 {
@@ -184,9 +165,7 @@ fn make_op(st: &Arc<State>, vars: &[Var], spec: &OpSpec) -> Op {
     .writes(writes);
     if spec.dup_read {
         // A var both read and written counts as written; duplicates merge.
-        op = op
-            .reads([&vars[spec.writes[0]]])
-            .writes([&vars[spec.writes[0]]]);
+        op = op.reads([&vars[spec.writes[0]]]).writes([&vars[spec.writes[0]]]);
     }
     op
 }
@@ -202,10 +181,7 @@ enum Mode {
 /// Counts of writes and reads of `v` among `keys`.
 fn counts(prog: &Program, keys: &[usize], v: usize) -> (usize, usize) {
     let spec = |k: usize| prog.specs[k].as_ref().expect("pushed op has a spec");
-    let w = keys
-        .iter()
-        .filter(|&&k| spec(k).writes.contains(&v))
-        .count();
+    let w = keys.iter().filter(|&&k| spec(k).writes.contains(&v)).count();
     let r = keys.iter().filter(|&&k| spec(k).reads.contains(&v)).count();
     (w, r)
 }
@@ -220,13 +196,7 @@ fn run_program(engine: &Arc<Engine>, prog: &Arc<Program>, mode: Mode) -> (Arc<St
     let vars: Arc<Vec<Var>> = Arc::new((0..prog.nvars).map(|_| engine.new_var()).collect());
     let order = Arc::new(Mutex::new(Vec::new()));
     let run_thread = {
-        let (engine, prog, st, vars, order) = (
-            engine.clone(),
-            prog.clone(),
-            st.clone(),
-            vars.clone(),
-            order.clone(),
-        );
+        let (engine, prog, st, vars, order) = (engine.clone(), prog.clone(), st.clone(), vars.clone(), order.clone());
         move |t: usize| {
             let mut mine: Vec<usize> = Vec::new();
             for step in &prog.threads[t] {
@@ -251,11 +221,7 @@ fn run_program(engine: &Arc<Engine>, prog: &Arc<Program>, mode: Mode) -> (Arc<St
                             } else {
                                 engine.read_ticket(&vars[*v], None)
                             };
-                            let pushed = if mode == Mode::Serialized {
-                                g.clone()
-                            } else {
-                                mine.clone()
-                            };
+                            let pushed = if mode == Mode::Serialized { g.clone() } else { mine.clone() };
                             (t.expect("wait outside an op is allowed"), pushed)
                         };
                         ticket.finish().expect("no op of the program fails");
@@ -268,15 +234,12 @@ fn run_program(engine: &Arc<Engine>, prog: &Arc<Program>, mode: Mode) -> (Arc<St
                             log.iter().filter(|k| mine.contains(k)).count()
                         };
                         if seen < w {
-                            st.violation(format!("thread {t}: wait on var {v} returned with {seen} of {w} writes done"));
-                        }
-                        if write
-                            && mode == Mode::Serialized
-                            && p.reads_done.load(Ordering::SeqCst) < r
-                        {
                             st.violation(format!(
-                                "thread {t}: wait_to_write on var {v} returned before {r} reads"
+                                "thread {t}: wait on var {v} returned with {seen} of {w} writes done"
                             ));
+                        }
+                        if write && mode == Mode::Serialized && p.reads_done.load(Ordering::SeqCst) < r {
+                            st.violation(format!("thread {t}: wait_to_write on var {v} returned before {r} reads"));
                         }
                     }
                 }
@@ -310,25 +273,15 @@ fn check_exact(prog: &Program, st: &State, order: &[usize]) -> Result<(), String
     let mut expect_log: Vec<Vec<usize>> = vec![Vec::new(); nv];
     for &k in order {
         let spec = prog.specs[k].as_ref().unwrap();
-        let obs = st.obs[k]
-            .lock()
-            .unwrap()
-            .clone()
-            .ok_or(format!("op {k} never ran"))?;
+        let obs = st.obs[k].lock().unwrap().clone().ok_or(format!("op {k} never ran"))?;
         for &(v, snap) in &obs.snaps {
             if snap != writes[v] {
-                return Err(format!(
-                    "op {k} read var {v} after {snap} writes, sequentially {}",
-                    writes[v]
-                ));
+                return Err(format!("op {k} read var {v} after {snap} writes, sequentially {}", writes[v]));
             }
         }
         for &(v, rd) in &obs.reads_done {
             if rd != reads[v] {
-                return Err(format!(
-                    "op {k} wrote var {v} after {rd} reads done, sequentially {}",
-                    reads[v]
-                ));
+                return Err(format!("op {k} wrote var {v} after {rd} reads done, sequentially {}", reads[v]));
             }
         }
         for &v in &spec.reads {
@@ -357,52 +310,31 @@ fn check_serializable(prog: &Program, st: &State) -> Result<(), String> {
     for (k, s) in prog.specs.iter().enumerate() {
         let o = st.obs[k].lock().unwrap().clone();
         if s.is_some() != o.is_some() {
-            return Err(format!(
-                "op {k}: ran = {}, pushed = {}",
-                o.is_some(),
-                s.is_some()
-            ));
+            return Err(format!("op {k}: ran = {}, pushed = {}", o.is_some(), s.is_some()));
         }
         obs.push(o);
     }
     let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
     for steps in &prog.threads {
-        let keys: Vec<usize> = steps
-            .iter()
-            .filter_map(|s| {
-                if let Step::Push(p) = s {
-                    Some(p.key)
-                } else {
-                    None
-                }
-            })
-            .collect();
+        let keys: Vec<usize> =
+            steps.iter().filter_map(|s| if let Step::Push(p) = s { Some(p.key) } else { None }).collect();
         for w in keys.windows(2) {
             edges[w[0]].push(w[1]);
         }
     }
     for v in 0..prog.nvars {
         let log = st.probes[v].log.lock().unwrap().clone();
-        let writers: Vec<usize> = (0..n)
-            .filter(|&k| {
-                prog.specs[k]
-                    .as_ref()
-                    .is_some_and(|s| s.writes.contains(&v))
-            })
-            .collect();
+        let writers: Vec<usize> =
+            (0..n).filter(|&k| prog.specs[k].as_ref().is_some_and(|s| s.writes.contains(&v))).collect();
         let mut sorted = log.clone();
         sorted.sort_unstable();
         if sorted != writers {
-            return Err(format!(
-                "var {v}: log {log:?} is not exactly its writers {writers:?}"
-            ));
+            return Err(format!("var {v}: log {log:?} is not exactly its writers {writers:?}"));
         }
         for w in log.windows(2) {
             let (a, b) = (w[0], w[1]);
             if a / MAX_OPS_PER_THREAD == b / MAX_OPS_PER_THREAD && a > b {
-                return Err(format!(
-                    "var {v}: writes {a} and {b} of one thread ran out of push order"
-                ));
+                return Err(format!("var {v}: writes {a} and {b} of one thread ran out of push order"));
             }
             edges[a].push(b);
         }
@@ -424,9 +356,7 @@ fn check_serializable(prog: &Program, st: &State) -> Result<(), String> {
             let rd = o.reads_done.iter().find(|(x, _)| *x == v).unwrap().1;
             let expected = snaps.iter().filter(|&&s| s <= pos).count();
             if rd != expected {
-                return Err(format!(
-                    "var {v}: write {k} (#{pos}) started after {rd} reads, expected {expected}"
-                ));
+                return Err(format!("var {v}: write {k} (#{pos}) started after {rd} reads, expected {expected}"));
             }
         }
     }
@@ -435,9 +365,7 @@ fn check_serializable(prog: &Program, st: &State) -> Result<(), String> {
     for e in edges.iter().flatten() {
         indeg[*e] += 1;
     }
-    let mut q: VecDeque<usize> = (0..n)
-        .filter(|&k| obs[k].is_some() && indeg[k] == 0)
-        .collect();
+    let mut q: VecDeque<usize> = (0..n).filter(|&k| obs[k].is_some() && indeg[k] == 0).collect();
     let mut seen = 0;
     while let Some(k) = q.pop_front() {
         seen += 1;
@@ -450,9 +378,7 @@ fn check_serializable(prog: &Program, st: &State) -> Result<(), String> {
     }
     let ran = obs.iter().filter(|o| o.is_some()).count();
     if seen != ran {
-        return Err(
-            "observations imply a happens-before cycle: no push order explains them".into(),
-        );
+        return Err("observations imply a happens-before cycle: no push order explains them".into());
     }
     Ok(())
 }
@@ -464,11 +390,7 @@ fn engines() -> Vec<Arc<Engine>> {
                 mode: EngineMode::Threaded,
                 cpu_workers: w,
                 // Odd worker counts park at once (exercising wake-ups), even ones spin first.
-                spin: if w % 2 == 1 {
-                    Duration::ZERO
-                } else {
-                    Duration::from_micros(50)
-                },
+                spin: if w % 2 == 1 { Duration::ZERO } else { Duration::from_micros(50) },
                 ..EngineConfig::default()
             }))
         })
@@ -513,26 +435,12 @@ fn run_many(
 
 #[test]
 fn single_pusher_matches_sequential_execution() {
-    run_many(
-        "single pusher",
-        1,
-        3600,
-        (1, 1),
-        Mode::Serialized,
-        engines(),
-    );
+    run_many("single pusher", 1, 3600, (1, 1), Mode::Serialized, engines());
 }
 
 #[test]
 fn serialized_pushers_match_global_push_order() {
-    run_many(
-        "serialized pushers",
-        2,
-        1200,
-        (2, 4),
-        Mode::Serialized,
-        engines(),
-    );
+    run_many("serialized pushers", 2, 1200, (2, 4), Mode::Serialized, engines());
 }
 
 #[test]
@@ -542,14 +450,7 @@ fn free_pushers_are_serializable() {
 
 #[test]
 fn naive_engine_matches_sequential_execution() {
-    run_many(
-        "naive",
-        4,
-        1500,
-        (1, 1),
-        Mode::Serialized,
-        vec![Arc::new(naive())],
-    );
+    run_many("naive", 4, 1500, (1, 1), Mode::Serialized, vec![Arc::new(naive())]);
 }
 
 #[test]
@@ -578,11 +479,7 @@ fn independent_ops_overlap_on_two_workers() {
         engine.wait_all().unwrap();
         let wall = start.elapsed();
         let serial = OP * N;
-        assert_eq!(
-            peak.load(Ordering::SeqCst),
-            2,
-            "two workers must run two independent ops at once, never more"
-        );
+        assert_eq!(peak.load(Ordering::SeqCst), 2, "two workers must run two independent ops at once, never more");
         assert!(
             wall < serial.mul_f64(0.8),
             "{N} independent {OP:?} ops on 2 workers took {wall:?}; serial would be {serial:?}"

@@ -50,10 +50,7 @@ fn a_running_reader_blocks_wait_to_write_but_not_wait_to_read() {
         assert!(engine.is_ready(&v));
         let t = engine.write_ticket(&v, None).unwrap();
         assert!(!t.is_done());
-        assert!(
-            !t.wait_timeout(Some(BLOCKED_FOR)),
-            "wait_to_write returned while a reader runs"
-        );
+        assert!(!t.wait_timeout(Some(BLOCKED_FOR)), "wait_to_write returned while a reader runs");
         gate.open();
         assert!(t.wait_timeout(Some(DEADLINE)));
         assert!(t.is_done());
@@ -74,20 +71,13 @@ fn wait_to_read_waits_for_the_write_but_not_for_reads_queued_after_it() {
         engine.push(gated("queued_reader", &g_read, Some(tx)).reads([&v]));
         assert!(!engine.is_ready(&v));
         let rt = engine.read_ticket(&v, None).unwrap();
-        assert!(
-            !rt.wait_timeout(Some(BLOCKED_FOR)),
-            "wait_to_read returned before the write ran"
-        );
+        assert!(!rt.wait_timeout(Some(BLOCKED_FOR)), "wait_to_read returned before the write ran");
         assert_eq!(cell.load(Ordering::SeqCst), 0);
         g_write.open();
-        assert!(
-            rt.wait_timeout(Some(DEADLINE)),
-            "wait_to_read must not wait for the later reader"
-        );
+        assert!(rt.wait_timeout(Some(DEADLINE)), "wait_to_read must not wait for the later reader");
         rt.finish().unwrap();
         assert_eq!(cell.load(Ordering::SeqCst), 11);
-        rx.recv_timeout(DEADLINE)
-            .expect("the queued reader runs once the write is done");
+        rx.recv_timeout(DEADLINE).expect("the queued reader runs once the write is done");
         let wt = engine.write_ticket(&v, None).unwrap();
         assert!(!wt.wait_timeout(Some(BLOCKED_FOR)));
         g_read.open();
@@ -113,14 +103,8 @@ fn is_ready_never_blocks_and_turns_true_after_completion() {
         }
         assert!(start.elapsed() < DEADLINE);
         gate.open();
-        eventually(DEADLINE, "is_ready after the write completes", || {
-            engine.is_ready(&v)
-        });
-        assert_eq!(
-            cell.load(Ordering::SeqCst),
-            5,
-            "ready implies the write's effect is visible"
-        );
+        eventually(DEADLINE, "is_ready after the write completes", || engine.is_ready(&v));
+        assert_eq!(cell.load(Ordering::SeqCst), 5, "ready implies the write's effect is visible");
         engine.wait_all().unwrap();
         assert!(engine.is_ready(&untouched));
     });
@@ -145,19 +129,13 @@ fn many_threads_wait_at_once() {
                     1 => engine.wait_to_write(&v),
                     _ => engine.wait_all(),
                 };
-                tx.send((i, r.is_ok(), cell.load(Ordering::SeqCst)))
-                    .unwrap();
+                tx.send((i, r.is_ok(), cell.load(Ordering::SeqCst))).unwrap();
             }));
         }
         drop(tx);
-        assert!(
-            rx.recv_timeout(BLOCKED_FOR).is_err(),
-            "a wait returned while the write it waits for is held open"
-        );
+        assert!(rx.recv_timeout(BLOCKED_FOR).is_err(), "a wait returned while the write it waits for is held open");
         gate.open();
-        let mut got: Vec<_> = (0..9)
-            .map(|_| rx.recv_timeout(DEADLINE).expect("every waiter returns"))
-            .collect();
+        let mut got: Vec<_> = (0..9).map(|_| rx.recv_timeout(DEADLINE).expect("every waiter returns")).collect();
         got.sort();
         for (i, ok, val) in got {
             assert!(ok, "waiter {i} failed");
@@ -186,23 +164,14 @@ fn wait_timeout_is_false_while_held_and_true_after_release() {
         assert!(free.is_done());
         assert!(free.wait_timeout(Some(Duration::ZERO)));
         let tickets = [
-            (
-                "read",
-                engine.read_ticket(&v, Some("w.rs:1".into())).unwrap(),
-            ),
+            ("read", engine.read_ticket(&v, Some("w.rs:1".into())).unwrap()),
             ("write", engine.write_ticket(&v, None).unwrap()),
-            (
-                "write of a read var",
-                engine.write_ticket(&r, None).unwrap(),
-            ),
+            ("write of a read var", engine.write_ticket(&r, None).unwrap()),
             ("all", engine.all_ticket(None).unwrap()),
         ];
         for (what, t) in &tickets {
             assert!(!t.is_done(), "{what}");
-            assert!(
-                !t.wait_timeout(Some(BLOCKED_FOR)),
-                "{what} ticket done while the op is held"
-            );
+            assert!(!t.wait_timeout(Some(BLOCKED_FOR)), "{what} ticket done while the op is held");
             assert!(!t.wait_timeout(Some(Duration::ZERO)), "{what}");
         }
         gate.open();
@@ -236,10 +205,7 @@ fn wait_all_covers_ops_pushed_from_inside_ops() {
         }));
         rx.recv_timeout(DEADLINE).expect("parent ran");
         let t = engine.all_ticket(None).unwrap();
-        assert!(
-            !t.wait_timeout(Some(BLOCKED_FOR)),
-            "wait_all ignored the child op"
-        );
+        assert!(!t.wait_timeout(Some(BLOCKED_FOR)), "wait_all ignored the child op");
         assert!(!engine.is_ready(&v));
         gate.open();
         t.finish().unwrap();
@@ -281,11 +247,7 @@ fn chain_then_wait(engine: &Engine, vars: &[Var], rounds: usize) -> u64 {
         if i % 7 == 0 {
             engine.wait_to_read(dst).unwrap();
             assert!(engine.is_ready(dst));
-            assert_eq!(
-                total.load(Ordering::SeqCst),
-                i as u64 + 1,
-                "wait_to_read after a chain step"
-            );
+            assert_eq!(total.load(Ordering::SeqCst), i as u64 + 1, "wait_to_read after a chain step");
         }
     }
     engine.wait_all().unwrap();

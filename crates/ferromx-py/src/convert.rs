@@ -80,9 +80,10 @@ pub fn to_attr(v: &Bound<'_, PyAny>) -> PyResult<Attr> {
         let mut out = Vec::new();
         for item in v.try_iter()? {
             let item = item?;
-            let i: i64 = item.call_method0("__index__").and_then(|x| x.extract()).map_err(|_| {
-                PyTypeError::new_err(format!("expected a tuple of ints, got element {item}"))
-            })?;
+            let i: i64 = item
+                .call_method0("__index__")
+                .and_then(|x| x.extract())
+                .map_err(|_| PyTypeError::new_err(format!("expected a tuple of ints, got element {item}")))?;
             out.push(i);
         }
         return Ok(Attr::Ints(out));

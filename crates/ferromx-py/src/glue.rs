@@ -19,8 +19,11 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Call-site labels by (code object address, line).
+type LabelCache = HashMap<(usize, i32), Option<Arc<str>>>;
+
 thread_local! {
-    static LABELS: RefCell<HashMap<(usize, i32), Option<Arc<str>>>> = RefCell::new(HashMap::new());
+    static LABELS: RefCell<LabelCache> = RefCell::new(HashMap::new());
     static INTERNAL: RefCell<HashMap<usize, Option<Arc<str>>>> = RefCell::new(HashMap::new());
 }
 
@@ -59,10 +62,7 @@ pub fn call_site(py: Python<'_>) -> Option<Arc<str>> {
             ffi::Py_DecRef(code.cast());
             if let Some(f) = fname {
                 let label = LABELS.with(|m| {
-                    m.borrow_mut()
-                        .entry((key, line))
-                        .or_insert_with(|| Some(Arc::from(format!("{f}:{line}"))))
-                        .clone()
+                    m.borrow_mut().entry((key, line)).or_insert_with(|| Some(Arc::from(format!("{f}:{line}")))).clone()
                 });
                 break label;
             }

@@ -16,7 +16,12 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 /// Runs a registered operator: `invoke(name, inputs, **attrs)`.
 #[pyfunction]
 #[pyo3(signature = (name, inputs, **attrs))]
-fn invoke(py: Python<'_>, name: &str, inputs: Vec<Option<PyRef<'_, PyND>>>, attrs: Option<&Bound<'_, PyDict>>) -> PyResult<Py<PyAny>> {
+fn invoke(
+    py: Python<'_>,
+    name: &str,
+    inputs: Vec<Option<PyRef<'_, PyND>>>,
+    attrs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
     let ins: Vec<Option<ferromx::NDArray>> = inputs.iter().map(|x| x.as_ref().map(|x| x.a.clone())).collect();
     let a = to_attrs(attrs)?;
     pre_push(py);
@@ -37,14 +42,21 @@ fn op_table() -> Vec<(&'static str, Vec<&'static str>, Vec<&'static str>)> {
 
 /// Creates an array by copying a C-contiguous buffer.
 #[pyfunction]
-fn array_from_buffer(py: Python<'_>, obj: &Bound<'_, PyAny>, shape: Vec<usize>, dtype: &str, ctx: &str) -> PyResult<Py<PyND>> {
+fn array_from_buffer(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    shape: Vec<usize>,
+    dtype: &str,
+    ctx: &str,
+) -> PyResult<Py<PyND>> {
     from_buffer(py, obj, shape, dtype, ctx)
 }
 
 /// Copies an array onto another context.
 #[pyfunction]
 fn copy_to_context(py: Python<'_>, arr: PyRef<'_, PyND>, ctx: &str) -> PyResult<Py<PyND>> {
-    let c = ferromx::registry::parse_ctx(ctx).ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("bad context {ctx}")))?;
+    let c = ferromx::registry::parse_ctx(ctx)
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("bad context {ctx}")))?;
     pre_push(py);
     wrap(py, ferromx::ops::copy_to_ctx(&arr.a, c).map_err(to_py_err)?)
 }
@@ -154,7 +166,12 @@ fn record_custom(inputs: Vec<PyRef<'_, PyND>>, outputs: Vec<PyRef<'_, PyND>>, fu
 #[pyfunction]
 #[pyo3(signature = (seed, ctx=None))]
 fn seed(seed: u64, ctx: Option<&str>) -> PyResult<()> {
-    let c = ctx.map(|s| ferromx::registry::parse_ctx(s).ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("bad context {s}")))).transpose()?;
+    let c = ctx
+        .map(|s| {
+            ferromx::registry::parse_ctx(s)
+                .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("bad context {s}")))
+        })
+        .transpose()?;
     ferromx::ops::random::seed(seed, c);
     Ok(())
 }

@@ -107,7 +107,11 @@ fn binop(py: Python<'_>, a: &NDArray, o: &Bound<'_, PyAny>, op: BinOp, reverse: 
 fn inplace(py: Python<'_>, slf: &Bound<'_, PyND>, o: &Bound<'_, PyAny>, op: BinOp) -> PyResult<()> {
     let a = slf.borrow().a.clone();
     let Some(other) = other_of(o) else {
-        return Err(PyTypeError::new_err(format!("unsupported operand type for in-place {}: {}", op.name(), o.get_type())));
+        return Err(PyTypeError::new_err(format!(
+            "unsupported operand type for in-place {}: {}",
+            op.name(),
+            o.get_type()
+        )));
     };
     pre_push(py);
     match other {
@@ -344,7 +348,13 @@ impl PyND {
     }
     /// Runs backward from this array (returns once gradient ops are pushed).
     #[pyo3(signature = (out_grad=None, retain_graph=false, train_mode=true))]
-    fn backward(&self, py: Python<'_>, out_grad: Option<PyRef<'_, PyND>>, retain_graph: bool, train_mode: bool) -> PyResult<()> {
+    fn backward(
+        &self,
+        py: Python<'_>,
+        out_grad: Option<PyRef<'_, PyND>>,
+        retain_graph: bool,
+        train_mode: bool,
+    ) -> PyResult<()> {
         pre_push(py);
         let prev = ferromx::autograd::set_training(train_mode);
         let r = self.a.backward(out_grad.as_ref().map(|g| &g.a), retain_graph);
@@ -372,7 +382,12 @@ impl PyND {
         wrap(py, ops::slice_steps(&self.a, &spec).map_err(to_py_err)?)
     }
     /// Writes `value` into the strided region.
-    fn _slice_assign(&self, py: Python<'_>, spec: Vec<(usize, usize, usize, i64)>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn _slice_assign(
+        &self,
+        py: Python<'_>,
+        spec: Vec<(usize, usize, usize, i64)>,
+        value: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         pre_push(py);
         let v = match other_of(value) {
             Some(Other::Arr(v)) => v,
@@ -452,7 +467,13 @@ impl PyND {
 }
 
 /// Creates an array from a C-contiguous buffer (copied).
-pub fn from_buffer(py: Python<'_>, obj: &Bound<'_, PyAny>, shape: Vec<usize>, dtype: &str, ctx: &str) -> PyResult<Py<PyND>> {
+pub fn from_buffer(
+    py: Python<'_>,
+    obj: &Bound<'_, PyAny>,
+    shape: Vec<usize>,
+    dtype: &str,
+    ctx: &str,
+) -> PyResult<Py<PyND>> {
     let dt = ferromx::DType::from_name(dtype).map_err(to_py_err)?;
     let c = ferromx::registry::parse_ctx(ctx).ok_or_else(|| PyValueError::new_err(format!("bad context {ctx}")))?;
     let buf = PyBuffer::<u8>::get(obj)?;

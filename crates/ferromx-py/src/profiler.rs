@@ -13,10 +13,13 @@ use std::time::Instant;
 /// One trace record: (phase, name, category, thread, ts µs, dur µs, args).
 type Rec = (&'static str, String, &'static str, String, f64, f64, String);
 
+/// A started op: name, detail, thread label, start time.
+type OpenOp = (Arc<str>, Option<Arc<str>>, String, Instant);
+
 struct Collector {
     origin: Instant,
     recs: Mutex<Vec<Rec>>,
-    open: Mutex<HashMap<u64, (Arc<str>, Option<Arc<str>>, String, Instant)>>,
+    open: Mutex<HashMap<u64, OpenOp>>,
     sub: Mutex<Option<u64>>,
     last_counter: Mutex<Option<Instant>>,
 }
@@ -56,7 +59,8 @@ fn on_event(ev: &EngineEvent) {
                     "{{\"failed\": {failed}{}}}",
                     detail.map(|d| format!(", \"detail\": {:?}", d.to_string())).unwrap_or_default()
                 );
-                let rec: Rec = ("X", name.to_string(), "operator", thread, us(c, start), us(c, *at) - us(c, start), args);
+                let rec: Rec =
+                    ("X", name.to_string(), "operator", thread, us(c, start), us(c, *at) - us(c, start), args);
                 c.recs.lock().push(rec);
             }
         }
@@ -68,7 +72,15 @@ fn on_event(ev: &EngineEvent) {
             };
             let label = label.as_deref().unwrap_or("<unknown>").to_string();
             let args = format!("{{\"waited_for\": {what:?}, \"site\": {label:?}}}");
-            let rec: Rec = ("X", format!("wait {label}"), "wait", frontend_thread(), us(c, *started), us(c, *at) - us(c, *started), args);
+            let rec: Rec = (
+                "X",
+                format!("wait {label}"),
+                "wait",
+                frontend_thread(),
+                us(c, *started),
+                us(c, *at) - us(c, *started),
+                args,
+            );
             c.recs.lock().push(rec);
         }
         EngineEvent::Counters { in_flight, bytes_in_flight, at, .. } => {

@@ -64,8 +64,7 @@ struct Data {
 }
 
 fn load_csv(path: &Path, ctx: Context) -> Result<Data, Box<dyn std::error::Error>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path).map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
     let (mut xs, mut ys) = (Vec::new(), Vec::new());
     for (i, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -86,26 +85,14 @@ fn load_csv(path: &Path, ctx: Context) -> Result<Data, Box<dyn std::error::Error
             .parse()
             .ok()
             .filter(|&l| l < CLASSES)
-            .ok_or_else(|| {
-                fail(format!(
-                    "{}: label '{}' is not an integer in 0..{CLASSES}",
-                    at(),
-                    fields[0]
-                ))
-            })?;
+            .ok_or_else(|| fail(format!("{}: label '{}' is not an integer in 0..{CLASSES}", at(), fields[0])))?;
         ys.push(label as f32);
         for (j, f) in fields[1..].iter().enumerate() {
             let v: f32 = f
                 .parse()
                 .ok()
                 .filter(|v: &f32| v.is_finite())
-                .ok_or_else(|| {
-                    fail(format!(
-                        "{}: feature {} '{f}' is not a finite number",
-                        at(),
-                        j + 1
-                    ))
-                })?;
+                .ok_or_else(|| fail(format!("{}: feature {} '{f}' is not a finite number", at(), j + 1)))?;
             xs.push(v);
         }
     }
@@ -130,22 +117,12 @@ struct Param {
 impl Param {
     fn new(w: NDArray) -> ferromx::Result<Param> {
         w.attach_grad(GradReq::Write)?;
-        Ok(Param {
-            m: ops::zeros_like(&w),
-            v: ops::zeros_like(&w),
-            w,
-        })
+        Ok(Param { m: ops::zeros_like(&w), v: ops::zeros_like(&w), w })
     }
     /// Xavier-uniform (out, in) weight.
     fn xavier(out: usize, inp: usize, ctx: Context) -> ferromx::Result<Param> {
         let a = (6.0 / (out + inp) as f64).sqrt();
-        Param::new(random::uniform(
-            -a,
-            a,
-            Shape::new(&[out, inp]),
-            DType::F32,
-            ctx,
-        )?)
+        Param::new(random::uniform(-a, a, Shape::new(&[out, inp]), DType::F32, ctx)?)
     }
     fn zeros(n: usize, ctx: Context) -> ferromx::Result<Param> {
         Param::new(ops::zeros([n].as_slice(), DType::F32, ctx))
@@ -180,28 +157,10 @@ impl Mlp {
     fn adam_step(&self, t: i32) -> ferromx::Result<()> {
         // MXNet's Adam: the caller bias-corrects the learning rate.
         let lr = LR * (1.0 - BETA2.powi(t)).sqrt() / (1.0 - BETA1.powi(t));
-        let p = UpdateParams {
-            lr,
-            wd: 0.0,
-            rescale_grad: 1.0,
-            clip_gradient: -1.0,
-        };
+        let p = UpdateParams { lr, wd: 0.0, rescale_grad: 1.0, clip_gradient: -1.0 };
         for prm in self.params() {
-            let g = prm
-                .w
-                .grad()
-                .ok_or_else(|| ferromx::Error::value("digits", "parameter without gradient"))?;
-            update(
-                Update::Adam {
-                    beta1: BETA1,
-                    beta2: BETA2,
-                    epsilon: EPS,
-                },
-                &prm.w,
-                &g,
-                &[&prm.m, &prm.v],
-                p,
-            )?;
+            let g = prm.w.grad().ok_or_else(|| ferromx::Error::value("digits", "parameter without gradient"))?;
+            update(Update::Adam { beta1: BETA1, beta2: BETA2, epsilon: EPS }, &prm.w, &g, &[&prm.m, &prm.v], p)?;
         }
         Ok(())
     }
@@ -238,14 +197,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let seed: u64 = match args.get(4) {
         None => DEFAULT_SEED,
-        Some(s) => s
-            .parse()
-            .map_err(|_| fail(format!("SEED must be a non-negative integer, got '{s}'")))?,
+        Some(s) => s.parse().map_err(|_| fail(format!("SEED must be a non-negative integer, got '{s}'")))?,
     };
     let ctx = Context::default();
     let train = load_csv(Path::new(&args[1]), ctx)?;
     let test = load_csv(Path::new(&args[2]), ctx)?;
-    println!("digits: {} training and {} test samples, {epochs} epochs of Adam (lr {LR}, batch {BATCH}, seed {seed})", train.n, test.n);
+    println!(
+        "digits: {} training and {} test samples, {epochs} epochs of Adam (lr {LR}, batch {BATCH}, seed {seed})",
+        train.n, test.n
+    );
 
     let start = Instant::now();
     random::seed(seed, None);
@@ -276,13 +236,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         // Test accuracy: argmax of the logits against the labels, counted on the engine.
         let pred = ops::argmax(&net.forward(&test.x)?, Some(1), false, false, DType::F32)?;
-        let hits = ops::reduce(
-            ReduceOp::Sum,
-            &ops::binary(BinOp::Eq, &pred, &test.y)?,
-            None,
-            false,
-            false,
-        )?;
+        let hits = ops::reduce(ReduceOp::Sum, &ops::binary(BinOp::Eq, &pred, &test.y)?, None, false, false)?;
         let stats = ops::stack(&[loss_sum, hits], 0)?.to_vec::<f64>()?; // the epoch's one read
         acc = stats[1] / test.n as f64;
         println!(
@@ -291,10 +245,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             tic.elapsed().as_secs_f64()
         );
     }
-    println!(
-        "final test accuracy {acc:.4} in {:.2}s",
-        start.elapsed().as_secs_f64()
-    );
+    println!("final test accuracy {acc:.4} in {:.2}s", start.elapsed().as_secs_f64());
     if acc < TARGET {
         return Err(fail(format!("test accuracy {acc:.4} is below {TARGET}")));
     }

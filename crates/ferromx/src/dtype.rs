@@ -29,17 +29,8 @@ pub enum DType {
 
 impl DType {
     /// All dtypes.
-    pub const ALL: [DType; 9] = [
-        DType::F32,
-        DType::F64,
-        DType::F16,
-        DType::BF16,
-        DType::U8,
-        DType::I8,
-        DType::I32,
-        DType::I64,
-        DType::Bool,
-    ];
+    pub const ALL: [DType; 9] =
+        [DType::F32, DType::F64, DType::F16, DType::BF16, DType::U8, DType::I8, DType::I32, DType::I64, DType::Bool];
 
     /// Bytes per element.
     pub fn size(self) -> usize {

@@ -52,10 +52,7 @@ impl NDArray {
     pub fn from_bytes(bytes: &[u8], shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<Self> {
         let shape = shape.into();
         if bytes.len() != shape.size() * dtype.size() {
-            return Err(Error::value(
-                "array",
-                format!("{} bytes do not fill shape {shape} of {dtype}", bytes.len()),
-            ));
+            return Err(Error::value("array", format!("{} bytes do not fill shape {shape} of {dtype}", bytes.len())));
         }
         Ok(Self::from_parts(Chunk::from_bytes(bytes, ctx), shape, 0, dtype))
     }
@@ -64,10 +61,7 @@ impl NDArray {
     pub fn from_vec<T: Elem>(data: Vec<T>, shape: impl Into<Shape>, ctx: Context) -> Result<Self> {
         let shape = shape.into();
         if data.len() != shape.size() {
-            return Err(Error::value(
-                "array",
-                format!("{} values do not fill shape {shape}", data.len()),
-            ));
+            return Err(Error::value("array", format!("{} values do not fill shape {shape}", data.len())));
         }
         let bytes: Vec<u8> = {
             let mut out = Vec::with_capacity(data.len() * T::DTYPE.size());

@@ -292,10 +292,7 @@ fn reduce_by_name(s: &str) -> Option<ReduceOp> {
 }
 
 fn req<'a>(op: &str, inputs: &'a [Option<NDArray>], i: usize) -> Result<&'a NDArray> {
-    inputs
-        .get(i)
-        .and_then(|x| x.as_ref())
-        .ok_or_else(|| Error::value(op, format!("missing input {i}")))
+    inputs.get(i).and_then(|x| x.as_ref()).ok_or_else(|| Error::value(op, format!("missing input {i}")))
 }
 
 /// Runs operator `name` on `inputs` with `attrs`.
@@ -365,15 +362,13 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
             let axes = a.ints(n, "axis")?;
             one(ops::norm(x(0)?, a.i64(n, "ord", 2)? as u32, axes.as_deref(), a.bool(n, "keepdims", false)?))
         }
-        "argmax" | "argmin" => one(ops::argmax(
-            x(0)?,
-            a.opt_i64(n, "axis")?,
-            a.bool(n, "keepdims", false)?,
-            name == "argmin",
-            DType::F32,
-        )),
+        "argmax" | "argmin" => {
+            one(ops::argmax(x(0)?, a.opt_i64(n, "axis")?, a.bool(n, "keepdims", false)?, name == "argmin", DType::F32))
+        }
         "dot" => one(ops::dot(x(0)?, x(1)?, a.bool(n, "transpose_a", false)?, a.bool(n, "transpose_b", false)?)),
-        "batch_dot" => one(ops::batch_dot(x(0)?, x(1)?, a.bool(n, "transpose_a", false)?, a.bool(n, "transpose_b", false)?)),
+        "batch_dot" => {
+            one(ops::batch_dot(x(0)?, x(1)?, a.bool(n, "transpose_a", false)?, a.bool(n, "transpose_b", false)?))
+        }
         "linalg_gemm2" => one(ops::gemm2(
             x(0)?,
             x(1)?,
@@ -407,7 +402,10 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
             let ax = crate::shape::norm_axis(n, a.i64(n, "axis", 1)?, d.ndim())?;
             let len = d.dims()[ax] as i64;
             if k <= 0 || len % k != 0 {
-                return Err(Error::value(n, format!("axis {ax} of size {len} cannot be split into {k} equal parts (shape {})", d.shape())));
+                return Err(Error::value(
+                    n,
+                    format!("axis {ax} of size {len} cannot be split into {k} equal parts (shape {})", d.shape()),
+                ));
             }
             let step = len / k;
             let sq = a.bool(n, "squeeze_axis", false)?;
@@ -442,7 +440,8 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
         "clip" => one(ops::clip(x(0)?, a.f64(n, "a_min", f64::NEG_INFINITY)?, a.f64(n, "a_max", f64::INFINITY)?)),
         "tile" => one(ops::tile(x(0)?, &a.req_ints(n, "reps")?)),
         "repeat" => {
-            let r = a.opt_i64(n, "repeats")?.ok_or_else(|| Error::value(n, "required attribute 'repeats' is missing"))?;
+            let r =
+                a.opt_i64(n, "repeats")?.ok_or_else(|| Error::value(n, "required attribute 'repeats' is missing"))?;
             one(ops::repeat(x(0)?, r, a.opt_i64(n, "axis")?))
         }
         "flip" | "reverse" => one(ops::flip(x(0)?, &a.req_ints(n, "axis")?)),
@@ -518,7 +517,9 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
                     beta2: a.f64(n, "beta2", 0.999)?,
                     epsilon: a.f64(n, "epsilon", 1e-8)?,
                 },
-                "rmsprop_update" => optim::Update::RmsProp { gamma1: a.f64(n, "gamma1", 0.95)?, epsilon: a.f64(n, "epsilon", 1e-8)? },
+                "rmsprop_update" => {
+                    optim::Update::RmsProp { gamma1: a.f64(n, "gamma1", 0.95)?, epsilon: a.f64(n, "epsilon", 1e-8)? }
+                }
                 _ => optim::Update::AdaGrad { epsilon: a.f64(n, "epsilon", 1e-7)? },
             };
             let w = x(0)?;
@@ -526,7 +527,12 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
             optim::update(kind, w, x(1)?, &states, p)?;
             Ok(vec![w.clone()])
         }
-        "_random_uniform" | "_random_normal" | "_random_randint" | "_random_exponential" | "_random_gamma" | "_random_poisson" => {
+        "_random_uniform"
+        | "_random_normal"
+        | "_random_randint"
+        | "_random_exponential"
+        | "_random_gamma"
+        | "_random_poisson" => {
             let dist = match name {
                 "_random_uniform" => random::Dist::Uniform(a.f64(n, "low", 0.0)?, a.f64(n, "high", 1.0)?),
                 "_random_normal" => random::Dist::Normal(a.f64(n, "loc", 0.0)?, a.f64(n, "scale", 1.0)?),

@@ -19,12 +19,7 @@ fn ints(v: &[i64]) -> Attr {
 }
 
 fn data(n: usize, shape: &[usize]) -> (Vec<f64>, Vec<usize>) {
-    (
-        (0..n)
-            .map(|i| (i as f64 * 0.37).sin() + 0.1 * i as f64)
-            .collect(),
-        shape.to_vec(),
-    )
+    ((0..n).map(|i| (i as f64 * 0.37).sin() + 0.1 * i as f64).collect(), shape.to_vec())
 }
 
 #[test]
@@ -37,10 +32,7 @@ fn tile_values_and_shapes() {
     assert_eq!(vals(&t), [1., 2., 3., 4., 5., 6., 1., 2., 3., 4., 5., 6.]);
     let t = ops::tile(&x, &[2, 1, 2]).unwrap();
     assert_eq!(t.dims(), [2, 2, 6]);
-    assert_eq!(
-        &vals(&t)[..12],
-        [1., 2., 3., 1., 2., 3., 4., 5., 6., 4., 5., 6.]
-    );
+    assert_eq!(&vals(&t)[..12], [1., 2., 3., 1., 2., 3., 4., 5., 6., 4., 5., 6.]);
     assert_eq!(&vals(&t)[12..], &vals(&t)[..12]);
     assert_eq!(ops::tile(&x, &[0, 2]).unwrap().dims(), [0, 6]);
     assert!(ops::tile(&x, &[-1]).is_err());
@@ -61,34 +53,18 @@ fn repeat_values_and_gradient() {
     assert_eq!(ops::repeat(&x, 0, Some(1)).unwrap().dims(), [2, 0]);
     assert!(ops::repeat(&x, -1, None).is_err());
     assert!(ops::repeat(&x, 2, Some(2)).is_err());
-    check_grad(
-        &[data(6, &[3, 2])],
-        |a| ops::repeat(&a[0], 3, Some(0)),
-        1e-6,
-    );
+    check_grad(&[data(6, &[3, 2])], |a| ops::repeat(&a[0], 3, Some(0)), 1e-6);
     check_grad(&[data(6, &[3, 2])], |a| ops::repeat(&a[0], 2, None), 1e-6);
 }
 
 #[test]
 fn flip_and_reverse() {
     let x = iota(&[2, 3]);
-    assert_eq!(
-        vals(&ops::flip(&x, &[0]).unwrap()),
-        [3., 4., 5., 0., 1., 2.]
-    );
-    assert_eq!(
-        vals(&ops::flip(&x, &[1]).unwrap()),
-        [2., 1., 0., 5., 4., 3.]
-    );
-    assert_eq!(
-        vals(&ops::reverse(&x, &[0, -1]).unwrap()),
-        [5., 4., 3., 2., 1., 0.]
-    );
+    assert_eq!(vals(&ops::flip(&x, &[0]).unwrap()), [3., 4., 5., 0., 1., 2.]);
+    assert_eq!(vals(&ops::flip(&x, &[1]).unwrap()), [2., 1., 0., 5., 4., 3.]);
+    assert_eq!(vals(&ops::reverse(&x, &[0, -1]).unwrap()), [5., 4., 3., 2., 1., 0.]);
     let y = iota(&[2, 2, 2]);
-    assert_eq!(
-        vals(&ops::flip(&y, &[1]).unwrap()),
-        [2., 3., 0., 1., 6., 7., 4., 5.]
-    );
+    assert_eq!(vals(&ops::flip(&y, &[1]).unwrap()), [2., 3., 0., 1., 6., 7., 4., 5.]);
     assert!(ops::flip(&x, &[2]).is_err());
     assert!(ops::flip(&x, &[0, 0]).is_err());
     check_grad(&[data(12, &[2, 3, 2])], |a| ops::flip(&a[0], &[0, 2]), 1e-6);
@@ -108,21 +84,11 @@ fn moveaxis_permutes_like_numpy() {
         }
     }
     assert_eq!(ops::moveaxis(&x, &[-1], &[0]).unwrap().dims(), [4, 2, 3]);
-    assert_eq!(
-        ops::moveaxis(&x, &[0, 1], &[-1, -2]).unwrap().dims(),
-        [4, 3, 2]
-    );
-    assert_eq!(
-        ops::moveaxis(&x, &[2, 0], &[0, 2]).unwrap().dims(),
-        [4, 3, 2]
-    );
+    assert_eq!(ops::moveaxis(&x, &[0, 1], &[-1, -2]).unwrap().dims(), [4, 3, 2]);
+    assert_eq!(ops::moveaxis(&x, &[2, 0], &[0, 2]).unwrap().dims(), [4, 3, 2]);
     assert!(ops::moveaxis(&x, &[0], &[0, 1]).is_err());
     assert!(ops::moveaxis(&x, &[0, 0], &[1, 2]).is_err());
-    check_grad(
-        &[data(24, &[2, 3, 4])],
-        |a| ops::moveaxis(&a[0], &[1], &[0]),
-        1e-6,
-    );
+    check_grad(&[data(24, &[2, 3, 4])], |a| ops::moveaxis(&a[0], &[1], &[0]), 1e-6);
 }
 
 #[test]
@@ -175,28 +141,18 @@ fn scatter_nd_values_and_gradient() {
     let s = ops::scatter_nd(&v, &arr(&[2., 0.], &[1, 2]), Shape::new(&[3, 2])).unwrap();
     assert_eq!(vals(&s), [3., 4., 0., 0., 1., 2.]);
     // gather_nd(scatter_nd(v)) round-trips
-    assert_eq!(
-        vals(&ops::gather_nd(&s, &arr(&[2., 0.], &[1, 2])).unwrap()),
-        [1., 2., 3., 4.]
-    );
+    assert_eq!(vals(&ops::gather_nd(&s, &arr(&[2., 0.], &[1, 2])).unwrap()), [1., 2., 3., 4.]);
     // data shape must be indices.shape[1:] + shape[M:]
     assert!(ops::scatter_nd(&v, &arr(&[2., 0.], &[1, 2]), Shape::new(&[3, 3])).is_err());
     let bad = ops::scatter_nd(&arr(&[1.], &[1]), &arr(&[5.], &[1, 1]), Shape::new(&[3])).unwrap();
     assert_eq!(bad.wait_to_read().unwrap_err().kind(), ErrorKind::Index);
     let idx = arr(&[1., 0., 1., 2., 0., 1.], &[2, 3]);
-    check_grad(
-        &[data(3, &[3])],
-        |a| ops::scatter_nd(&a[0], &idx, Shape::new(&[2, 3])),
-        1e-6,
-    );
+    check_grad(&[data(3, &[3])], |a| ops::scatter_nd(&a[0], &idx, Shape::new(&[2, 3])), 1e-6);
 }
 
 #[test]
 fn slice_follows_mxnet() {
-    let x = arr(
-        &[1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12.],
-        &[3, 4],
-    );
+    let x = arr(&[1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12.], &[3, 4]);
     // the examples of MXNet's slice docs
     let s = ops::slice(&x, &[0, 1], &[2, 4], &[]).unwrap();
     assert_eq!(s.dims(), [2, 3]);
@@ -205,53 +161,24 @@ fn slice_follows_mxnet() {
     assert_eq!(s.dims(), [3, 2]);
     assert_eq!(vals(&s), [9., 11., 5., 7., 1., 3.]);
     // fewer entries than dims; negative begin/end; clipping
-    assert_eq!(
-        vals(&ops::slice(&x, &[-1], &[N], &[]).unwrap()),
-        [9., 10., 11., 12.]
-    );
-    assert_eq!(
-        vals(&ops::slice(&x, &[1, -3], &[100, -1], &[]).unwrap()),
-        [6., 7., 10., 11.]
-    );
-    assert_eq!(
-        vals(&ops::slice(&x, &[0, -100], &[1, 2], &[]).unwrap()),
-        [1., 2.]
-    );
+    assert_eq!(vals(&ops::slice(&x, &[-1], &[N], &[]).unwrap()), [9., 10., 11., 12.]);
+    assert_eq!(vals(&ops::slice(&x, &[1, -3], &[100, -1], &[]).unwrap()), [6., 7., 10., 11.]);
+    assert_eq!(vals(&ops::slice(&x, &[0, -100], &[1, 2], &[]).unwrap()), [1., 2.]);
     // negative steps: end None runs to the start; explicit end -5 (= -1 after +len) too
-    assert_eq!(
-        vals(&ops::slice(&x, &[0, N], &[1, N], &[1, -1]).unwrap()),
-        [4., 3., 2., 1.]
-    );
-    assert_eq!(
-        vals(&ops::slice(&x, &[0, 10], &[1, -5], &[1, -2]).unwrap()),
-        [4., 2.]
-    );
-    assert_eq!(
-        vals(&ops::slice(&x, &[0, 2], &[1, 0], &[N, -1]).unwrap()),
-        [3., 2.]
-    );
+    assert_eq!(vals(&ops::slice(&x, &[0, N], &[1, N], &[1, -1]).unwrap()), [4., 3., 2., 1.]);
+    assert_eq!(vals(&ops::slice(&x, &[0, 10], &[1, -5], &[1, -2]).unwrap()), [4., 2.]);
+    assert_eq!(vals(&ops::slice(&x, &[0, 2], &[1, 0], &[N, -1]).unwrap()), [3., 2.]);
     // empty ranges
     assert_eq!(ops::slice(&x, &[2], &[1], &[]).unwrap().dims(), [0, 4]);
-    assert_eq!(
-        ops::slice(&x, &[0, 1], &[3, 3], &[1, -1]).unwrap().dims(),
-        [3, 0]
-    );
+    assert_eq!(ops::slice(&x, &[0, 1], &[3, 3], &[1, -1]).unwrap().dims(), [3, 0]);
     assert_eq!(ops::slice(&x, &[5], &[N], &[]).unwrap().dims(), [0, 4]);
     // errors
     assert!(ops::slice(&x, &[0], &[1, 2], &[]).is_err());
     assert!(ops::slice(&x, &[0, 0, 0], &[1, 1, 1], &[]).is_err());
     assert!(ops::slice(&x, &[0], &[1], &[0]).is_err());
     assert!(ops::slice(&x, &[0], &[1], &[1, 1]).is_err());
-    check_grad(
-        &[data(12, &[3, 4])],
-        |a| ops::slice(&a[0], &[N, 0], &[N, 3], &[-1, 2]),
-        1e-6,
-    );
-    check_grad(
-        &[data(24, &[2, 3, 4])],
-        |a| ops::slice(&a[0], &[1, -2], &[2, N], &[]),
-        1e-6,
-    );
+    check_grad(&[data(12, &[3, 4])], |a| ops::slice(&a[0], &[N, 0], &[N, 3], &[-1, 2]), 1e-6);
+    check_grad(&[data(24, &[2, 3, 4])], |a| ops::slice(&a[0], &[1, -2], &[2, N], &[]), 1e-6);
 }
 
 #[test]
@@ -267,11 +194,7 @@ fn slice_like_and_broadcast_axis() {
     assert!(ops::slice_like(&x, &big, &[]).is_err());
     assert!(ops::slice_like(&x, &ops::zeros([2], DType::F32, Default::default()), &[]).is_err());
     let like2 = arr64(&[0.; 6], &[2, 3]);
-    check_grad(
-        &[data(12, &[3, 4])],
-        |a| ops::slice_like(&a[0], &like2, &[0]),
-        1e-6,
-    );
+    check_grad(&[data(12, &[3, 4])], |a| ops::slice_like(&a[0], &like2, &[0]), 1e-6);
 
     let y = arr(&[1., 2., 3.], &[1, 3]);
     let b = ops::broadcast_axis(&y, &[0], &[2]).unwrap();
@@ -283,11 +206,7 @@ fn slice_like_and_broadcast_axis() {
     assert_eq!(ops::broadcast_axis(&y, &[0], &[0]).unwrap().dims(), [0, 3]);
     assert!(ops::broadcast_axis(&y, &[1], &[2]).is_err());
     assert!(ops::broadcast_axis(&y, &[0], &[2, 3]).is_err());
-    check_grad(
-        &[data(3, &[3, 1])],
-        |a| ops::broadcast_axis(&a[0], &[1], &[4]),
-        1e-6,
-    );
+    check_grad(&[data(3, &[3, 1])], |a| ops::broadcast_axis(&a[0], &[1], &[4]), 1e-6);
 }
 
 #[test]
@@ -297,10 +216,7 @@ fn diag_builds_and_extracts() {
     let d = ops::diag(&v, 1, 0, 1).unwrap();
     assert_eq!(d.dims(), [3, 3]);
     assert_eq!(vals(&d), [0., 1., 0., 0., 0., 2., 0., 0., 0.]);
-    assert_eq!(
-        vals(&ops::diag(&v, -1, 0, 1).unwrap()),
-        [0., 0., 0., 1., 0., 0., 0., 2., 0.]
-    );
+    assert_eq!(vals(&ops::diag(&v, -1, 0, 1).unwrap()), [0., 0., 0., 1., 0., 0., 0., 2., 0.]);
     let m = iota(&[3, 4]);
     assert_eq!(vals(&ops::diag(&m, 0, 0, 1).unwrap()), [0., 5., 10.]);
     assert_eq!(vals(&ops::diag(&m, 1, 0, 1).unwrap()), [1., 6., 11.]);
@@ -316,11 +232,7 @@ fn diag_builds_and_extracts() {
     assert!(ops::diag(&t, 0, 1, 1).is_err());
     check_grad(&[data(3, &[3])], |a| ops::diag(&a[0], -1, 0, 1), 1e-6);
     check_grad(&[data(12, &[3, 4])], |a| ops::diag(&a[0], 1, 0, 1), 1e-6);
-    check_grad(
-        &[data(12, &[2, 2, 3])],
-        |a| ops::diag(&a[0], 0, -1, 0),
-        1e-6,
-    );
+    check_grad(&[data(12, &[2, 2, 3])], |a| ops::diag(&a[0], 0, -1, 0), 1e-6);
 }
 
 #[test]
@@ -332,87 +244,27 @@ fn registry_entries() {
         assert_eq!(r.len(), 1);
         r.remove(0)
     };
-    assert_eq!(
-        one("tile", &[&x], &[("reps", ints(&[1, 2]))]).dims(),
-        [3, 8]
-    );
-    assert_eq!(
-        one("repeat", &[&x], &[("repeats", Attr::Int(2))]).dims(),
-        [24]
-    );
-    assert_eq!(
-        one(
-            "repeat",
-            &[&x],
-            &[("repeats", Attr::Int(2)), ("axis", Attr::Int(1))]
-        )
-        .dims(),
-        [3, 8]
-    );
-    assert_eq!(
-        vals(&one("reverse", &[&x], &[("axis", Attr::Int(0))]))[..4],
-        [8., 9., 10., 11.]
-    );
-    assert_eq!(
-        vals(&one("flip", &[&x], &[("axis", ints(&[1]))]))[..4],
-        [3., 2., 1., 0.]
-    );
-    assert_eq!(
-        one(
-            "moveaxis",
-            &[&x],
-            &[("source", Attr::Int(0)), ("destination", Attr::Int(1))]
-        )
-        .dims(),
-        [4, 3]
-    );
+    assert_eq!(one("tile", &[&x], &[("reps", ints(&[1, 2]))]).dims(), [3, 8]);
+    assert_eq!(one("repeat", &[&x], &[("repeats", Attr::Int(2))]).dims(), [24]);
+    assert_eq!(one("repeat", &[&x], &[("repeats", Attr::Int(2)), ("axis", Attr::Int(1))]).dims(), [3, 8]);
+    assert_eq!(vals(&one("reverse", &[&x], &[("axis", Attr::Int(0))]))[..4], [8., 9., 10., 11.]);
+    assert_eq!(vals(&one("flip", &[&x], &[("axis", ints(&[1]))]))[..4], [3., 2., 1., 0.]);
+    assert_eq!(one("moveaxis", &[&x], &[("source", Attr::Int(0)), ("destination", Attr::Int(1))]).dims(), [4, 3]);
     let idx = arr(&[2., 1.], &[2, 1]);
     assert_eq!(vals(&one("gather_nd", &[&x, &idx], &[])), [9.]);
-    let s = one(
-        "scatter_nd",
-        &[&arr(&[7.], &[1]), &idx],
-        &[("shape", ints(&[3, 2]))],
-    );
+    let s = one("scatter_nd", &[&arr(&[7.], &[1]), &idx], &[("shape", ints(&[3, 2]))]);
     assert_eq!(vals(&s), [0., 0., 0., 0., 0., 7.]);
-    let s = one(
-        "slice",
-        &[&x],
-        &[
-            ("begin", ints(&[N, 1])),
-            ("end", ints(&[N, N])),
-            ("step", ints(&[2, N])),
-        ],
-    );
+    let s = one("slice", &[&x], &[("begin", ints(&[N, 1])), ("end", ints(&[N, N])), ("step", ints(&[2, N]))]);
     assert_eq!(vals(&s), [1., 2., 3., 9., 10., 11.]);
-    let s = one(
-        "slice",
-        &[&x],
-        &[
-            ("begin", ints(&[1])),
-            ("end", ints(&[2])),
-            ("step", Attr::None),
-        ],
-    );
+    let s = one("slice", &[&x], &[("begin", ints(&[1])), ("end", ints(&[2])), ("step", Attr::None)]);
     assert_eq!(vals(&s), [4., 5., 6., 7.]);
-    assert!(invoke(
-        "slice",
-        &[Some(x.clone())],
-        &attrs(&[("begin", ints(&[1]))])
-    )
-    .is_err());
+    assert!(invoke("slice", &[Some(x.clone())], &attrs(&[("begin", ints(&[1]))])).is_err());
     let like = ops::zeros([1, 2], DType::F32, Default::default());
     assert_eq!(vals(&one("slice_like", &[&x, &like], &[])), [0., 1.]);
-    assert_eq!(
-        vals(&one("slice_like", &[&x, &like], &[("axes", ints(&[1]))])),
-        [0., 1., 4., 5., 8., 9.]
-    );
+    assert_eq!(vals(&one("slice_like", &[&x, &like], &[("axes", ints(&[1]))])), [0., 1., 4., 5., 8., 9.]);
     let y = arr(&[1., 2.], &[2, 1]);
     assert_eq!(
-        vals(&one(
-            "broadcast_axis",
-            &[&y],
-            &[("axis", Attr::Int(1)), ("size", Attr::Int(2))]
-        )),
+        vals(&one("broadcast_axis", &[&y], &[("axis", Attr::Int(1)), ("size", Attr::Int(2))])),
         [1., 1., 2., 2.]
     );
     assert_eq!(vals(&one("diag", &[&x], &[("k", Attr::Int(2))])), [2., 7.]);
@@ -429,9 +281,6 @@ fn registry_entries() {
         "broadcast_axis",
         "diag",
     ] {
-        assert!(
-            ferromx::registry::OPS.iter().any(|o| o.name == name),
-            "{name} missing from OPS"
-        );
+        assert!(ferromx::registry::OPS.iter().any(|o| o.name == name), "{name} missing from OPS");
     }
 }

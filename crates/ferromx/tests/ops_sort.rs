@@ -15,18 +15,9 @@ fn attrs(v: &[(&str, Attr)]) -> Attrs {
 #[test]
 fn sort_along_axes_and_flattened() {
     let x = arr(&[3., 1., 2., 0., 5., 4.], &[2, 3]);
-    assert_eq!(
-        vals(&ops::sort(&x, Some(-1), true).unwrap()),
-        [1., 2., 3., 0., 4., 5.]
-    );
-    assert_eq!(
-        vals(&ops::sort(&x, Some(1), false).unwrap()),
-        [3., 2., 1., 5., 4., 0.]
-    );
-    assert_eq!(
-        vals(&ops::sort(&x, Some(0), true).unwrap()),
-        [0., 1., 2., 3., 5., 4.]
-    );
+    assert_eq!(vals(&ops::sort(&x, Some(-1), true).unwrap()), [1., 2., 3., 0., 4., 5.]);
+    assert_eq!(vals(&ops::sort(&x, Some(1), false).unwrap()), [3., 2., 1., 5., 4., 0.]);
+    assert_eq!(vals(&ops::sort(&x, Some(0), true).unwrap()), [0., 1., 2., 3., 5., 4.]);
     let f = ops::sort(&x, None, true).unwrap();
     assert_eq!(f.dims(), [6]);
     assert_eq!(vals(&f), [0., 1., 2., 3., 4., 5.]);
@@ -47,10 +38,7 @@ fn argsort_is_stable_both_ways_and_float32_by_default() {
     assert_eq!(d.dtype(), DType::I32);
     assert_eq!(d.to_vec::<i32>().unwrap(), [0, 4, 2, 1, 3]);
     // 3-d, middle axis (strided rows)
-    let x = arr(
-        &[4., 1., 2., 3., 0., 5., 9., 8., 7., 6., 5., 4.],
-        &[2, 3, 2],
-    );
+    let x = arr(&[4., 1., 2., 3., 0., 5., 9., 8., 7., 6., 5., 4.], &[2, 3, 2]);
     let a = ops::argsort(&x, Some(1), true, DType::F32).unwrap();
     assert_eq!(a.dims(), [2, 3, 2]);
     // column (0,:,0) = 4,2,0 -> 2,1,0 ; (0,:,1) = 1,3,5 -> 0,1,2
@@ -65,15 +53,9 @@ fn nan_sorts_like_numpy() {
     let s = vals(&ops::sort(&x, Some(0), true).unwrap());
     assert_eq!(&s[..2], [0., 1.]);
     assert!(s[2].is_nan() && s[3].is_nan());
-    assert_eq!(
-        vals(&ops::argsort(&x, Some(0), true, DType::F32).unwrap()),
-        [3., 1., 0., 2.]
-    );
+    assert_eq!(vals(&ops::argsort(&x, Some(0), true, DType::F32).unwrap()), [3., 1., 0., 2.]);
     // descending: NaN is the largest, so it comes first (and topk picks it, like argmax)
-    assert_eq!(
-        vals(&ops::argsort(&x, Some(0), false, DType::F32).unwrap()),
-        [0., 2., 1., 3.]
-    );
+    assert_eq!(vals(&ops::argsort(&x, Some(0), false, DType::F32).unwrap()), [0., 2., 1., 3.]);
     let t = ops::topk(&x, Some(0), 1, TopKRet::Indices, false, DType::F32).unwrap();
     assert_eq!(vals(&t[0]), [0.]);
     let t = ops::topk(&x, Some(0), 2, TopKRet::Value, true, DType::F32).unwrap();
@@ -128,16 +110,13 @@ fn topk_and_argsort_reject_bad_arguments() {
 #[test]
 fn large_rows_use_the_parallel_path_and_match_a_host_sort() {
     let (rows, n) = (64usize, 600usize);
-    let data: Vec<f32> = (0..rows * n)
-        .map(|i| ((i * 7919) % 1009) as f32 - 500.0)
-        .collect();
+    let data: Vec<f32> = (0..rows * n).map(|i| ((i * 7919) % 1009) as f32 - 500.0).collect();
     let x = arr(&data, &[rows, n]);
     let s = vals(&ops::sort(&x, Some(1), false).unwrap());
     let t = &ops::topk(&x, Some(1), 5, TopKRet::Both, false, DType::I32).unwrap();
     let (tv, ti) = (vals(&t[0]), t[1].to_vec::<i32>().unwrap());
     for r in 0..rows {
-        let mut want: Vec<(f32, usize)> =
-            data[r * n..(r + 1) * n].iter().copied().zip(0..).collect();
+        let mut want: Vec<(f32, usize)> = data[r * n..(r + 1) * n].iter().copied().zip(0..).collect();
         want.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap().then(a.1.cmp(&b.1)));
         let ws: Vec<f32> = want.iter().map(|p| p.0).collect();
         assert_eq!(&s[r * n..(r + 1) * n], ws.as_slice(), "row {r}");
@@ -154,21 +133,14 @@ fn sort_gradient_scatters_back() {
     x.attach_grad(GradReq::Write).unwrap();
     let prev = autograd::set_recording(true);
     let y = ops::sort(&x, Some(0), true).unwrap();
-    let l = ops::reduce(
-        ReduceOp::Sum,
-        &ops::mul(&y, &arr(&[1., 2., 3.], &[3])).unwrap(),
-        None,
-        false,
-        false,
-    )
-    .unwrap();
+    let l = ops::reduce(ReduceOp::Sum, &ops::mul(&y, &arr(&[1., 2., 3.], &[3])).unwrap(), None, false, false).unwrap();
     autograd::set_recording(prev);
     l.backward(None, false).unwrap();
     assert_eq!(vals(&x.grad().unwrap()), [3., 1., 2.]);
     // finite differences, 2-d, both orders and the flattened form
     let d = (vec![0.3, -1.2, 2.5, 0.7, 1.9, -0.4], vec![2, 3]);
-    check_grad(&[d.clone()], |a| ops::sort(&a[0], Some(1), true), 1e-6);
-    check_grad(&[d.clone()], |a| ops::sort(&a[0], Some(0), false), 1e-6);
+    check_grad(std::slice::from_ref(&d), |a| ops::sort(&a[0], Some(1), true), 1e-6);
+    check_grad(std::slice::from_ref(&d), |a| ops::sort(&a[0], Some(0), false), 1e-6);
     check_grad(&[d], |a| ops::sort(&a[0], None, false), 1e-6);
 }
 
@@ -176,12 +148,12 @@ fn sort_gradient_scatters_back() {
 fn topk_gradients() {
     let d = (vec![0.3, -1.2, 2.5, 0.7, 1.9, -0.4, 1.1, 0.0], vec![2, 4]);
     check_grad(
-        &[d.clone()],
+        std::slice::from_ref(&d),
         |a| Ok(ops::topk(&a[0], Some(-1), 2, TopKRet::Value, false, DType::F32)?.remove(0)),
         1e-6,
     );
     check_grad(
-        &[d.clone()],
+        std::slice::from_ref(&d),
         |a| Ok(ops::topk(&a[0], Some(0), 1, TopKRet::Both, true, DType::F32)?.remove(0)),
         1e-6,
     );
@@ -189,16 +161,10 @@ fn topk_gradients() {
     let x = arr64(&d.0, &d.1);
     x.attach_grad(GradReq::Write).unwrap();
     let prev = autograd::set_recording(true);
-    let v = ops::topk(&x, Some(-1), 2, TopKRet::Value, false, DType::F32)
-        .unwrap()
-        .remove(0);
+    let v = ops::topk(&x, Some(-1), 2, TopKRet::Value, false, DType::F32).unwrap().remove(0);
     autograd::set_recording(prev);
-    v.backward(Some(&arr64(&[10., 20., 30., 40.], &[2, 2])), false)
-        .unwrap();
-    assert_eq!(
-        vals64(&x.grad().unwrap()),
-        [0., 0., 10., 20., 30., 0., 40., 0.]
-    );
+    v.backward(Some(&arr64(&[10., 20., 30., 40.], &[2, 2])), false).unwrap();
+    assert_eq!(vals64(&x.grad().unwrap()), [0., 0., 10., 20., 30., 0., 40., 0.]);
     // indices carry a zero gradient
     let prev = autograd::set_recording(true);
     let i = ops::argsort(&x, Some(-1), true, DType::F32).unwrap();
@@ -210,12 +176,8 @@ fn topk_gradients() {
 #[test]
 fn registry_entries() {
     let x = arr(&[1., 5., 3., 4., 9., 2.], &[2, 3]);
-    let r = invoke(
-        "topk",
-        &[Some(x.clone())],
-        &attrs(&[("k", Attr::Int(2)), ("ret_typ", Attr::Str("both".into()))]),
-    )
-    .unwrap();
+    let r = invoke("topk", &[Some(x.clone())], &attrs(&[("k", Attr::Int(2)), ("ret_typ", Attr::Str("both".into()))]))
+        .unwrap();
     assert_eq!(r.len(), 2);
     assert_eq!(vals(&r[0]), [5., 3., 9., 4.]);
     assert_eq!(vals(&r[1]), [1., 2., 1., 0.]);
@@ -223,30 +185,16 @@ fn registry_entries() {
     // absent axis: -1; explicit None: flattened
     let s = invoke("sort", &[Some(x.clone())], &attrs(&[])).unwrap();
     assert_eq!(vals(&s[0]), [1., 3., 5., 2., 4., 9.]);
-    let s = invoke(
-        "sort",
-        &[Some(x.clone())],
-        &attrs(&[("axis", Attr::None), ("is_ascend", Attr::Bool(false))]),
-    )
-    .unwrap();
+    let s =
+        invoke("sort", &[Some(x.clone())], &attrs(&[("axis", Attr::None), ("is_ascend", Attr::Bool(false))])).unwrap();
     assert_eq!(s[0].dims(), [6]);
     assert_eq!(vals(&s[0]), [9., 5., 4., 3., 2., 1.]);
-    let a = invoke(
-        "argsort",
-        &[Some(x.clone())],
-        &attrs(&[("axis", Attr::Int(0)), ("dtype", Attr::Str("int64".into()))]),
-    )
-    .unwrap();
+    let a =
+        invoke("argsort", &[Some(x.clone())], &attrs(&[("axis", Attr::Int(0)), ("dtype", Attr::Str("int64".into()))]))
+            .unwrap();
     assert_eq!(a[0].dtype(), DType::I64);
     assert_eq!(a[0].to_vec::<i64>().unwrap(), [0, 0, 1, 1, 1, 0]);
-    let m = invoke(
-        "topk",
-        &[Some(x)],
-        &attrs(&[
-            ("ret_typ", Attr::Str("mask".into())),
-            ("axis", Attr::Int(0)),
-        ]),
-    )
-    .unwrap();
+    let m =
+        invoke("topk", &[Some(x)], &attrs(&[("ret_typ", Attr::Str("mask".into())), ("axis", Attr::Int(0))])).unwrap();
     assert_eq!(vals(&m[0]), [0., 0., 1., 1., 1., 0.]);
 }

@@ -23,10 +23,7 @@ pub const BLOCKED_FOR: Duration = Duration::from_millis(50);
 
 /// Runs `f` on its own thread and returns its result; panics (failing the
 /// test instead of hanging it) when `f` does not finish within `limit`.
-pub fn with_deadline<T: Send + 'static>(
-    limit: Duration,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> T {
+pub fn with_deadline<T: Send + 'static>(limit: Duration, f: impl FnOnce() -> T + Send + 'static) -> T {
     let (tx, rx) = mpsc::channel();
     let h = std::thread::Builder::new()
         .name("test-body".into())
@@ -52,10 +49,7 @@ pub fn with_deadline<T: Send + 'static>(
 pub fn eventually(limit: Duration, what: &str, mut cond: impl FnMut() -> bool) {
     let start = Instant::now();
     while !cond() {
-        assert!(
-            start.elapsed() < limit,
-            "timed out after {limit:?} waiting for: {what}"
-        );
+        assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for: {what}");
         std::thread::yield_now();
     }
 }
@@ -82,14 +76,9 @@ impl Gate {
     /// Blocks until the gate opens; fails (as an op failure) after [`GATE_TIMEOUT`].
     pub fn wait(&self) -> Result<(), OpFailure> {
         let g = self.open.lock().unwrap();
-        let (g, res) = self
-            .cv
-            .wait_timeout_while(g, GATE_TIMEOUT, |open| !*open)
-            .unwrap();
+        let (g, res) = self.cv.wait_timeout_while(g, GATE_TIMEOUT, |open| !*open).unwrap();
         if res.timed_out() && !*g {
-            return Err(OpFailure::runtime(
-                "gate never opened (test bug or deadlock)",
-            ));
+            return Err(OpFailure::runtime("gate never opened (test bug or deadlock)"));
         }
         Ok(())
     }
@@ -107,19 +96,12 @@ impl Drop for OpenOnDrop {
 
 /// A threaded engine with `workers` cpu workers and otherwise default settings.
 pub fn threaded(workers: usize) -> Engine {
-    Engine::new(EngineConfig {
-        mode: EngineMode::Threaded,
-        cpu_workers: workers,
-        ..EngineConfig::default()
-    })
+    Engine::new(EngineConfig { mode: EngineMode::Threaded, cpu_workers: workers, ..EngineConfig::default() })
 }
 
 /// A naive engine.
 pub fn naive() -> Engine {
-    Engine::new(EngineConfig {
-        mode: EngineMode::Naive,
-        ..EngineConfig::default()
-    })
+    Engine::new(EngineConfig { mode: EngineMode::Naive, ..EngineConfig::default() })
 }
 
 /// Marker in the messages of panics the tests raise on purpose.

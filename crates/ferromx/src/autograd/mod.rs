@@ -168,7 +168,7 @@ impl NDArray {
 
     /// Backpropagates from this array, writing variables' `.grad`.
     pub fn backward(&self, head_grad: Option<&NDArray>, retain_graph: bool) -> Result<()> {
-        backward(&[self.clone()], &[head_grad.cloned()], retain_graph, false, None).map(|_| ())
+        backward(std::slice::from_ref(self), &[head_grad.cloned()], retain_graph, false, None).map(|_| ())
     }
 }
 
@@ -230,7 +230,11 @@ pub fn backward(
             let g = match hg {
                 Some(g) => {
                     if g.shape() != h.shape() {
-                        return Err(Error::shape("backward", &[h.shape(), g.shape()], "head gradient shape differs from head"));
+                        return Err(Error::shape(
+                            "backward",
+                            &[h.shape(), g.shape()],
+                            "head gradient shape differs from head",
+                        ));
                     }
                     g.clone()
                 }

@@ -47,12 +47,7 @@ fn walk_affine(
         idx[d] = rem % dims[d];
         rem /= dims[d];
     }
-    let mut pos: isize = base
-        + idx
-            .iter()
-            .zip(strides)
-            .map(|(&i, &s)| i as isize * s)
-            .sum::<isize>();
+    let mut pos: isize = base + idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum::<isize>();
     let (inner, is) = (dims[n - 1], strides[n - 1]);
     let mut o = 0;
     while o < len {
@@ -97,9 +92,7 @@ pub(crate) fn gather_affine(
             with_dtype!(dt, T, {
                 let (src, o) = (k.input::<T>(0), k.output::<T>(0));
                 par::chunked(o, 1 << 15, |start, c| {
-                    walk_affine(&iter_dims, &strides, base, start, c.len(), |i, p| {
-                        c[i] = src[p]
-                    });
+                    walk_affine(&iter_dims, &strides, base, start, c.len(), |i, p| c[i] = src[p]);
                 });
             });
             Ok(())
@@ -145,10 +138,7 @@ fn signed_strides(s: &Shape) -> Vec<isize> {
 pub fn tile(x: &NDArray, reps: &[i64]) -> Result<NDArray> {
     let name = "tile";
     if let Some(r) = reps.iter().find(|&&r| r < 0) {
-        return Err(Error::value(
-            name,
-            format!("reps must be non-negative, got {r} in {reps:?}"),
-        ));
+        return Err(Error::value(name, format!("reps must be non-negative, got {r} in {reps:?}")));
     }
     let nd = x.ndim().max(reps.len());
     let mut xd = vec![1usize; nd - x.ndim()];
@@ -186,10 +176,7 @@ pub fn tile(x: &NDArray, reps: &[i64]) -> Result<NDArray> {
 pub fn repeat(x: &NDArray, repeats: i64, axis: Option<i64>) -> Result<NDArray> {
     let name = "repeat";
     if repeats < 0 {
-        return Err(Error::value(
-            name,
-            format!("repeats must be non-negative, got {repeats}"),
-        ));
+        return Err(Error::value(name, format!("repeats must be non-negative, got {repeats}")));
     }
     let rep = repeats as usize;
     let (sd, ax): (Vec<usize>, usize) = match axis {
@@ -236,12 +223,7 @@ pub fn flip(x: &NDArray, axes: &[i64]) -> Result<NDArray> {
     let out = gather_affine(name, x, x.shape().clone(), x.dims().to_vec(), base, strides);
     if needs_record(&[x]) {
         let axes = axes.to_vec();
-        record(
-            name,
-            &[x],
-            &[&out],
-            Box::new(move |g| Ok(vec![Some(flip(&g[0], &axes)?)])),
-        );
+        record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(flip(&g[0], &axes)?)])));
     }
     Ok(out)
 }
@@ -262,10 +244,7 @@ pub fn moveaxis(x: &NDArray, source: &[i64], destination: &[i64]) -> Result<NDAr
     }
     let nd = x.ndim();
     let norm = |v: &[i64]| -> Result<Vec<usize>> {
-        let r: Vec<usize> = v
-            .iter()
-            .map(|&a| norm_axis(name, a, nd))
-            .collect::<Result<_>>()?;
+        let r: Vec<usize> = v.iter().map(|&a| norm_axis(name, a, nd)).collect::<Result<_>>()?;
         for (i, a) in r.iter().enumerate() {
             if r[..i].contains(a) {
                 return Err(Error::value(name, format!("repeated axis in {v:?}")));
@@ -319,11 +298,7 @@ fn nd_offsets(
 
 fn check_indices(op: &str, indices: &NDArray) -> Result<usize> {
     if indices.ndim() == 0 {
-        return Err(Error::shape(
-            op,
-            &[indices.shape()],
-            "indices must have at least one dimension (M, ...)",
-        ));
+        return Err(Error::shape(op, &[indices.shape()], "indices must have at least one dimension (M, ...)"));
     }
     if indices.dtype() == DType::Bool {
         return Err(Error::dtype(op, "indices must be numeric, got bool"));
@@ -356,21 +331,16 @@ pub fn gather_nd(data: &NDArray, indices: &NDArray) -> Result<NDArray> {
     if out.size() > 0 {
         let lead = data.dims()[..m].to_vec();
         let st: Vec<usize> = data.shape().strides()[..m].to_vec();
-        push_kernel(
-            name,
-            vec![data.view(), indices.view()],
-            vec![out.view()],
-            move |k| {
-                let offs = nd_offsets(name, &read_index_input(k, 1), &lead, &st, y)?;
-                with_dtype!(dt, T, {
-                    let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                    for (c, &off) in offs.iter().enumerate() {
-                        o[c * inner..(c + 1) * inner].copy_from_slice(&src[off..off + inner]);
-                    }
-                });
-                Ok(())
-            },
-        );
+        push_kernel(name, vec![data.view(), indices.view()], vec![out.view()], move |k| {
+            let offs = nd_offsets(name, &read_index_input(k, 1), &lead, &st, y)?;
+            with_dtype!(dt, T, {
+                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
+                for (c, &off) in offs.iter().enumerate() {
+                    o[c * inner..(c + 1) * inner].copy_from_slice(&src[off..off + inner]);
+                }
+            });
+            Ok(())
+        });
     }
     if needs_record(&[data]) {
         let (ic, ds) = (indices.clone(), data.shape().clone());
@@ -379,16 +349,7 @@ pub fn gather_nd(data: &NDArray, indices: &NDArray) -> Result<NDArray> {
             &[data, indices],
             &[&out],
             Box::new(move |g| {
-                Ok(vec![
-                    Some(scatter_nd_impl(
-                        "_backward_gather_nd",
-                        &g[0],
-                        &ic,
-                        ds.clone(),
-                        true,
-                    )?),
-                    None,
-                ])
+                Ok(vec![Some(scatter_nd_impl("_backward_gather_nd", &g[0], &ic, ds.clone(), true)?), None])
             }),
         );
     }
@@ -417,10 +378,7 @@ fn scatter_nd_impl(
         return Err(Error::shape(
             name,
             &[data.shape(), indices.shape(), &shape],
-            format!(
-                "data must have shape indices.shape[1:] + shape[{m}:] = {}",
-                Shape::new(&want)
-            ),
+            format!("data must have shape indices.shape[1:] + shape[{m}:] = {}", Shape::new(&want)),
         ));
     }
     let y: usize = indices.dims()[1..].iter().product();
@@ -430,33 +388,24 @@ fn scatter_nd_impl(
     let out = NDArray::empty(shape, data.dtype(), data.ctx());
     let dt = data.dtype();
     if out.size() > 0 {
-        push_kernel(
-            name,
-            vec![data.view(), indices.view()],
-            vec![out.view()],
-            move |k| {
-                let offs = if y > 0 {
-                    nd_offsets(name, &read_index_input(k, 1), &lead, &st, y)?
-                } else {
-                    vec![]
-                };
-                with_dtype!(dt, T, {
-                    let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                    o.fill(T::default());
-                    for (c, &off) in offs.iter().enumerate() {
-                        let (dst, s) = (&mut o[off..off + inner], &src[c * inner..(c + 1) * inner]);
-                        if accumulate {
-                            for (d, v) in dst.iter_mut().zip(s) {
-                                *d = T::from_f64(d.to_f64() + v.to_f64());
-                            }
-                        } else {
-                            dst.copy_from_slice(s);
+        push_kernel(name, vec![data.view(), indices.view()], vec![out.view()], move |k| {
+            let offs = if y > 0 { nd_offsets(name, &read_index_input(k, 1), &lead, &st, y)? } else { vec![] };
+            with_dtype!(dt, T, {
+                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
+                o.fill(T::default());
+                for (c, &off) in offs.iter().enumerate() {
+                    let (dst, s) = (&mut o[off..off + inner], &src[c * inner..(c + 1) * inner]);
+                    if accumulate {
+                        for (d, v) in dst.iter_mut().zip(s) {
+                            *d = T::from_f64(d.to_f64() + v.to_f64());
                         }
+                    } else {
+                        dst.copy_from_slice(s);
                     }
-                });
-                Ok(())
-            },
-        );
+                }
+            });
+            Ok(())
+        });
     }
     Ok(out)
 }
@@ -491,11 +440,7 @@ struct AxisSlice {
 fn slice_axis_range(len: usize, begin: Option<i64>, end: Option<i64>, step: i64) -> AxisSlice {
     let n = len as i64;
     if n == 0 {
-        return AxisSlice {
-            begin: 0,
-            len: 0,
-            step,
-        };
+        return AxisSlice { begin: 0, len: 0, step };
     }
     let mut b = begin.unwrap_or(if step < 0 { n - 1 } else { 0 });
     let mut e = end.unwrap_or(if step < 0 { -1 } else { n });
@@ -530,11 +475,7 @@ fn slice_axis_range(len: usize, begin: Option<i64>, end: Option<i64>, step: i64)
     } else {
         0
     };
-    AxisSlice {
-        begin: b.max(0) as usize,
-        len: size as usize,
-        step,
-    }
+    AxisSlice { begin: b.max(0) as usize, len: size as usize, step }
 }
 
 /// Gathers a resolved per-axis slice (shared by `slice` and `slice_like`).
@@ -557,14 +498,7 @@ fn slice_resolved(name: &'static str, x: &NDArray, spec: &[AxisSlice]) -> NDArra
             &[x],
             &[&out],
             Box::new(move |g| {
-                Ok(vec![Some(scatter_affine(
-                    "_backward_slice",
-                    &g[0],
-                    xs.clone(),
-                    od.clone(),
-                    base,
-                    strides.clone(),
-                ))])
+                Ok(vec![Some(scatter_affine("_backward_slice", &g[0], xs.clone(), od.clone(), base, strides.clone()))])
             }),
         );
     }
@@ -585,31 +519,19 @@ pub fn slice(x: &NDArray, begin: &[i64], end: &[i64], step: &[i64]) -> Result<ND
     if begin.len() != end.len() {
         return Err(Error::value(
             name,
-            format!(
-                "begin {} and end {} must have the same length",
-                fmt_idx(begin),
-                fmt_idx(end)
-            ),
+            format!("begin {} and end {} must have the same length", fmt_idx(begin), fmt_idx(end)),
         ));
     }
     if begin.len() > x.ndim() {
         return Err(Error::value(
             name,
-            format!(
-                "slicing {} axes exceeds the data's rank (shape {})",
-                begin.len(),
-                x.shape()
-            ),
+            format!("slicing {} axes exceeds the data's rank (shape {})", begin.len(), x.shape()),
         ));
     }
     if !step.is_empty() && step.len() != begin.len() {
         return Err(Error::value(
             name,
-            format!(
-                "step {} and begin {} must have the same length",
-                fmt_idx(step),
-                fmt_idx(begin)
-            ),
+            format!("step {} and begin {} must have the same length", fmt_idx(step), fmt_idx(begin)),
         ));
     }
     let opt = |v: i64| if v == NONE_INDEX { None } else { Some(v) };
@@ -622,27 +544,14 @@ pub fn slice(x: &NDArray, begin: &[i64], end: &[i64], step: &[i64]) -> Result<ND
             }
             spec.push(slice_axis_range(len, opt(begin[d]), opt(end[d]), s));
         } else {
-            spec.push(AxisSlice {
-                begin: 0,
-                len,
-                step: 1,
-            });
+            spec.push(AxisSlice { begin: 0, len, step: 1 });
         }
     }
     Ok(slice_resolved(name, x, &spec))
 }
 
 fn fmt_idx(v: &[i64]) -> String {
-    let parts: Vec<String> = v
-        .iter()
-        .map(|&i| {
-            if i == NONE_INDEX {
-                "None".into()
-            } else {
-                i.to_string()
-            }
-        })
-        .collect();
+    let parts: Vec<String> = v.iter().map(|&i| if i == NONE_INDEX { "None".into() } else { i.to_string() }).collect();
     format!("({})", parts.join(", "))
 }
 
@@ -662,19 +571,9 @@ pub fn slice_like(x: &NDArray, like: &NDArray, axes: &[i64]) -> Result<NDArray> 
         }
         (0..nd).collect()
     } else {
-        axes.iter()
-            .map(|&a| norm_axis(name, a, nd))
-            .collect::<Result<_>>()?
+        axes.iter().map(|&a| norm_axis(name, a, nd)).collect::<Result<_>>()?
     };
-    let mut spec: Vec<AxisSlice> = x
-        .dims()
-        .iter()
-        .map(|&len| AxisSlice {
-            begin: 0,
-            len,
-            step: 1,
-        })
-        .collect();
+    let mut spec: Vec<AxisSlice> = x.dims().iter().map(|&len| AxisSlice { begin: 0, len, step: 1 }).collect();
     for a in ax {
         if a >= like.ndim() {
             return Err(Error::shape(
@@ -687,11 +586,7 @@ pub fn slice_like(x: &NDArray, like: &NDArray, axes: &[i64]) -> Result<NDArray> 
             return Err(Error::shape(
                 name,
                 &[x.shape(), like.shape()],
-                format!(
-                    "axis {a}: size {} of shape_like exceeds the data's size {}",
-                    like.dims()[a],
-                    x.dims()[a]
-                ),
+                format!("axis {a}: size {} of shape_like exceeds the data's size {}", like.dims()[a], x.dims()[a]),
             ));
         }
         spec[a].len = like.dims()[a];
@@ -703,10 +598,7 @@ pub fn slice_like(x: &NDArray, like: &NDArray, axes: &[i64]) -> Result<NDArray> 
 pub fn broadcast_axis(x: &NDArray, axes: &[i64], sizes: &[i64]) -> Result<NDArray> {
     let name = "broadcast_axis";
     if axes.len() != sizes.len() {
-        return Err(Error::value(
-            name,
-            format!("axis {axes:?} and size {sizes:?} must have the same length"),
-        ));
+        return Err(Error::value(name, format!("axis {axes:?} and size {sizes:?} must have the same length")));
     }
     let mut od = x.dims().to_vec();
     for (&a, &s) in axes.iter().zip(sizes) {
@@ -715,17 +607,11 @@ pub fn broadcast_axis(x: &NDArray, axes: &[i64], sizes: &[i64]) -> Result<NDArra
             return Err(Error::shape(
                 name,
                 &[x.shape()],
-                format!(
-                    "broadcasting axis {ax} must have size 1, got {}",
-                    x.dims()[ax]
-                ),
+                format!("broadcasting axis {ax} must have size 1, got {}", x.dims()[ax]),
             ));
         }
         if s < 0 {
-            return Err(Error::value(
-                name,
-                format!("size must be non-negative, got {s}"),
-            ));
+            return Err(Error::value(name, format!("size must be non-negative, got {s}")));
         }
         od[ax] = s as usize;
     }
@@ -742,52 +628,24 @@ pub fn broadcast_axis(x: &NDArray, axes: &[i64], sizes: &[i64]) -> Result<NDArra
 pub fn diag(x: &NDArray, k: i64, axis1: i64, axis2: i64) -> Result<NDArray> {
     let name = "diag";
     match x.ndim() {
-        0 => Err(Error::shape(
-            name,
-            &[x.shape()],
-            "input must have at least one dimension",
-        )),
+        0 => Err(Error::shape(name, &[x.shape()], "input must have at least one dimension")),
         1 => {
             let n = x.size();
             let m = n + k.unsigned_abs() as usize;
-            let base = if k >= 0 {
-                k as isize
-            } else {
-                -k as isize * m as isize
-            };
-            let out = scatter_affine(
-                name,
-                x,
-                Shape::new(&[m, m]),
-                vec![n],
-                base,
-                vec![m as isize + 1],
-            );
+            let base = if k >= 0 { k as isize } else { -k as isize * m as isize };
+            let out = scatter_affine(name, x, Shape::new(&[m, m]), vec![n], base, vec![m as isize + 1]);
             if needs_record(&[x]) {
-                record(
-                    name,
-                    &[x],
-                    &[&out],
-                    Box::new(move |g| Ok(vec![Some(diag(&g[0], k, 0, 1)?)])),
-                );
+                record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(diag(&g[0], k, 0, 1)?)])));
             }
             Ok(out)
         }
         nd => {
             let (a1, a2) = (norm_axis(name, axis1, nd)?, norm_axis(name, axis2, nd)?);
             if a1 == a2 {
-                return Err(Error::value(
-                    name,
-                    format!("axis1 and axis2 cannot refer to the same axis {a1}"),
-                ));
+                return Err(Error::value(name, format!("axis1 and axis2 cannot refer to the same axis {a1}")));
             }
             let (d1, d2) = (x.dims()[a1] as i64, x.dims()[a2] as i64);
-            let len = if k >= 0 {
-                d1.min(d2 - k)
-            } else {
-                (d1 + k).min(d2)
-            }
-            .max(0) as usize;
+            let len = if k >= 0 { d1.min(d2 - k) } else { (d1 + k).min(d2) }.max(0) as usize;
             let st = signed_strides(x.shape());
             let base = if len == 0 {
                 0
@@ -804,14 +662,7 @@ pub fn diag(x: &NDArray, k: i64, axis1: i64, axis2: i64) -> Result<NDArray> {
             }
             iter.push(len);
             strides.push(st[a1] + st[a2]);
-            let out = gather_affine(
-                name,
-                x,
-                Shape::new(&iter),
-                iter.clone(),
-                base,
-                strides.clone(),
-            );
+            let out = gather_affine(name, x, Shape::new(&iter), iter.clone(), base, strides.clone());
             if needs_record(&[x]) {
                 let xs = x.shape().clone();
                 record(

@@ -11,7 +11,18 @@ use crate::with_dtype;
 
 /// Pushes `out = op(a)·op(b)` for 2-d views (`a` is m×k after op, `b` k×n).
 #[allow(clippy::too_many_arguments)]
-fn push_mm(name: &'static str, a: &NDArray, ta: bool, b: &NDArray, tb: bool, m: usize, n: usize, k: usize, batch: usize, out: &NDArray) {
+fn push_mm(
+    name: &'static str,
+    a: &NDArray,
+    ta: bool,
+    b: &NDArray,
+    tb: bool,
+    m: usize,
+    n: usize,
+    k: usize,
+    batch: usize,
+    out: &NDArray,
+) {
     let dt = out.dtype();
     if out.size() == 0 {
         return;
@@ -22,10 +33,14 @@ fn push_mm(name: &'static str, a: &NDArray, ta: bool, b: &NDArray, tb: bool, m: 
                 let (x, y, o) = (kk.input::<$t>(0), kk.input::<$t>(1), kk.output::<$t>(0));
                 for bi in 0..batch {
                     matmul::<$t>(
-                        m, n, k,
+                        m,
+                        n,
+                        k,
                         &mut o[bi * m * n..(bi + 1) * m * n],
-                        &x[bi * m * k..(bi + 1) * m * k], ta,
-                        &y[bi * k * n..(bi + 1) * k * n], tb,
+                        &x[bi * m * k..(bi + 1) * m * k],
+                        ta,
+                        &y[bi * k * n..(bi + 1) * k * n],
+                        tb,
                         false,
                     );
                 }
@@ -38,7 +53,16 @@ fn push_mm(name: &'static str, a: &NDArray, ta: bool, b: &NDArray, tb: bool, m: 
             _ => with_dtype!(dt, T, {
                 let (x, y, o) = (kk.input::<T>(0), kk.input::<T>(1), kk.output::<T>(0));
                 for bi in 0..batch {
-                    naive_mm(m, n, k, &mut o[bi * m * n..(bi + 1) * m * n], &x[bi * m * k..(bi + 1) * m * k], ta, &y[bi * k * n..(bi + 1) * k * n], tb);
+                    naive_mm(
+                        m,
+                        n,
+                        k,
+                        &mut o[bi * m * n..(bi + 1) * m * n],
+                        &x[bi * m * k..(bi + 1) * m * k],
+                        ta,
+                        &y[bi * k * n..(bi + 1) * k * n],
+                        tb,
+                    );
                 }
             }),
         }
@@ -90,9 +114,13 @@ pub fn dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Re
         (bd[0], bd[1..].iter().product(), &bd[1..])
     };
     if ka != kb {
-        return Err(Error::shape(name, &[a.shape(), b.shape()], format!(
-            "contracted dimensions differ ({ka} vs {kb}; transpose_a={transpose_a}, transpose_b={transpose_b})"
-        )));
+        return Err(Error::shape(
+            name,
+            &[a.shape(), b.shape()],
+            format!(
+                "contracted dimensions differ ({ka} vs {kb}; transpose_a={transpose_a}, transpose_b={transpose_b})"
+            ),
+        ));
     }
     let mut od: Vec<usize> = afree.to_vec();
     od.extend_from_slice(bfree);
@@ -100,15 +128,24 @@ pub fn dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Re
     push_mm(name, a, transpose_a, b, transpose_b, m, n, ka, 1, &out);
     if needs_record(&[a, b]) {
         let (ac, bc) = (a.clone(), b.clone());
-        record(name, &[a, b], &[&out], Box::new(move |g| {
-            let g2 = g[0].view_as(Shape::new(&[m, n]), 0);
-            let a2 = if transpose_a { ac.view_as(Shape::new(&[ka, m]), 0) } else { ac.view_as(Shape::new(&[m, ka]), 0) };
-            let b2 = if transpose_b { bc.view_as(Shape::new(&[n, ka]), 0) } else { bc.view_as(Shape::new(&[ka, n]), 0) };
-            // d(op(a)) = g·op(b)ᵀ ; d(op(b)) = op(a)ᵀ·g
-            let ga = if transpose_a { dot(&b2, &g2, transpose_b, true)? } else { dot(&g2, &b2, false, !transpose_b)? };
-            let gb = if transpose_b { dot(&g2, &a2, true, transpose_a)? } else { dot(&a2, &g2, !transpose_a, false)? };
-            Ok(vec![Some(ga.view_as(ac.shape().clone(), 0)), Some(gb.view_as(bc.shape().clone(), 0))])
-        }));
+        record(
+            name,
+            &[a, b],
+            &[&out],
+            Box::new(move |g| {
+                let g2 = g[0].view_as(Shape::new(&[m, n]), 0);
+                let a2 =
+                    if transpose_a { ac.view_as(Shape::new(&[ka, m]), 0) } else { ac.view_as(Shape::new(&[m, ka]), 0) };
+                let b2 =
+                    if transpose_b { bc.view_as(Shape::new(&[n, ka]), 0) } else { bc.view_as(Shape::new(&[ka, n]), 0) };
+                // d(op(a)) = g·op(b)ᵀ ; d(op(b)) = op(a)ᵀ·g
+                let ga =
+                    if transpose_a { dot(&b2, &g2, transpose_b, true)? } else { dot(&g2, &b2, false, !transpose_b)? };
+                let gb =
+                    if transpose_b { dot(&g2, &a2, true, transpose_a)? } else { dot(&a2, &g2, !transpose_a, false)? };
+                Ok(vec![Some(ga.view_as(ac.shape().clone(), 0)), Some(gb.view_as(bc.shape().clone(), 0))])
+            }),
+        );
     }
     Ok(out)
 }
@@ -134,12 +171,25 @@ pub fn batch_dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool)
     push_mm(name, a, transpose_a, b, transpose_b, m, n, ka, batch, &out);
     if needs_record(&[a, b]) {
         let (ac, bc) = (a.clone(), b.clone());
-        record(name, &[a, b], &[&out], Box::new(move |g| {
-            let g = &g[0];
-            let ga = if transpose_a { batch_dot(&bc, g, transpose_b, true)? } else { batch_dot(g, &bc, false, !transpose_b)? };
-            let gb = if transpose_b { batch_dot(g, &ac, true, transpose_a)? } else { batch_dot(&ac, g, !transpose_a, false)? };
-            Ok(vec![Some(ga), Some(gb)])
-        }));
+        record(
+            name,
+            &[a, b],
+            &[&out],
+            Box::new(move |g| {
+                let g = &g[0];
+                let ga = if transpose_a {
+                    batch_dot(&bc, g, transpose_b, true)?
+                } else {
+                    batch_dot(g, &bc, false, !transpose_b)?
+                };
+                let gb = if transpose_b {
+                    batch_dot(g, &ac, true, transpose_a)?
+                } else {
+                    batch_dot(&ac, g, !transpose_a, false)?
+                };
+                Ok(vec![Some(ga), Some(gb)])
+            }),
+        );
     }
     Ok(out)
 }
@@ -167,5 +217,9 @@ pub fn gemm2(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool, alp
     let mut od = a.dims()[..nd - 2].to_vec();
     od.extend_from_slice(&r.dims()[1..]);
     let r = ops::reshape_to(&r, Shape::new(&od))?;
-    if alpha == 1.0 { Ok(r) } else { ops::scalar(BinOp::Mul, &r, alpha) }
+    if alpha == 1.0 {
+        Ok(r)
+    } else {
+        ops::scalar(BinOp::Mul, &r, alpha)
+    }
 }

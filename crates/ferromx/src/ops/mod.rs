@@ -115,7 +115,11 @@ pub fn assign(dst: &NDArray, src: &NDArray) -> Result<()> {
     let oshape = dst.shape().clone();
     let b = Shape::broadcast("_copyto", dst.shape(), src.shape())?;
     if b != oshape {
-        return Err(Error::shape("_copyto", &[dst.shape(), src.shape()], "value cannot be broadcast to the destination"));
+        return Err(Error::shape(
+            "_copyto",
+            &[dst.shape(), src.shape()],
+            "value cannot be broadcast to the destination",
+        ));
     }
     let src = if src.dtype() != dst.dtype() { astype(src, dst.dtype())? } else { src.clone() };
     let src = if src.shares_storage(dst) { copy(&src)? } else { src };

@@ -101,7 +101,11 @@ pub fn update(kind: Update, weight: &NDArray, grad: &NDArray, states: &[&NDArray
     }
     for a in std::iter::once(grad).chain(states.iter().copied()) {
         if a.shape() != weight.shape() {
-            return Err(Error::shape(name, &[weight.shape(), a.shape()], "grad and states must match the weight's shape"));
+            return Err(Error::shape(
+                name,
+                &[weight.shape(), a.shape()],
+                "grad and states must match the weight's shape",
+            ));
         }
         if a.dtype() != weight.dtype() {
             return Err(Error::dtype(name, "grad and states must match the weight's dtype"));

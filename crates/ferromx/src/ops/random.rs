@@ -37,7 +37,8 @@ static GLOBAL_SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64:
 
 fn next_seed(ctx: Context) -> u64 {
     let mut m = seeds().lock();
-    let e = m.entry(ctx).or_insert((GLOBAL_SEED.load(std::sync::atomic::Ordering::Relaxed) ^ ((ctx.id as u64) << 32), 0));
+    let e =
+        m.entry(ctx).or_insert((GLOBAL_SEED.load(std::sync::atomic::Ordering::Relaxed) ^ ((ctx.id as u64) << 32), 0));
     e.1 += 1;
     splitmix(e.0 ^ splitmix(e.1))
 }

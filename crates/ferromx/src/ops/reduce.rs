@@ -88,11 +88,19 @@ fn reduce_slice<T: Arith>(op: ReduceOp, x: &[T]) -> f64 {
         ReduceOp::NanProd => x.iter().map(|v| v.to_f64()).filter(|v| !v.is_nan()).product(),
         ReduceOp::Max => x.iter().fold(f64::NEG_INFINITY, |a, v| {
             let v = v.to_f64();
-            if !a.is_nan() && (v > a || v.is_nan()) { v } else { a }
+            if !a.is_nan() && (v > a || v.is_nan()) {
+                v
+            } else {
+                a
+            }
         }),
         ReduceOp::Min => x.iter().fold(f64::INFINITY, |a, v| {
             let v = v.to_f64();
-            if !a.is_nan() && (v < a || v.is_nan()) { v } else { a }
+            if !a.is_nan() && (v < a || v.is_nan()) {
+                v
+            } else {
+                a
+            }
         }),
     }
 }
@@ -100,11 +108,35 @@ fn reduce_slice<T: Arith>(op: ReduceOp, x: &[T]) -> f64 {
 fn combine(op: ReduceOp, a: f64, v: f64) -> f64 {
     match op {
         ReduceOp::Sum | ReduceOp::Mean => a + v,
-        ReduceOp::NanSum => if v.is_nan() { a } else { a + v },
+        ReduceOp::NanSum => {
+            if v.is_nan() {
+                a
+            } else {
+                a + v
+            }
+        }
         ReduceOp::Prod => a * v,
-        ReduceOp::NanProd => if v.is_nan() { a } else { a * v },
-        ReduceOp::Max => if !a.is_nan() && (v > a || v.is_nan()) { v } else { a },
-        ReduceOp::Min => if !a.is_nan() && (v < a || v.is_nan()) { v } else { a },
+        ReduceOp::NanProd => {
+            if v.is_nan() {
+                a
+            } else {
+                a * v
+            }
+        }
+        ReduceOp::Max => {
+            if !a.is_nan() && (v > a || v.is_nan()) {
+                v
+            } else {
+                a
+            }
+        }
+        ReduceOp::Min => {
+            if !a.is_nan() && (v < a || v.is_nan()) {
+                v
+            } else {
+                a
+            }
+        }
     }
 }
 
@@ -122,7 +154,8 @@ fn reduce_kernel<T: Arith>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r
     let fin = |v: f64| T::from_f64(v * scale);
     if inner == 1 {
         if outer == 1 && r >= 1 << 18 {
-            let parts: Vec<f64> = x.par_chunks(r.div_ceil(rayon::current_num_threads().max(1)).max(1))
+            let parts: Vec<f64> = x
+                .par_chunks(r.div_ceil(rayon::current_num_threads().max(1)).max(1))
                 .map(|c| reduce_slice(op, c))
                 .collect();
             let v = parts.into_iter().fold(identity(op), |a, p| combine(op, a, p));
@@ -169,11 +202,8 @@ fn reduce_kernel_int<T: Elem>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize
                 ReduceOp::Max => it.max().unwrap_or(i64::MIN),
                 ReduceOp::Min => it.min().unwrap_or(i64::MAX),
             };
-            out[o * inner + j] = if op == ReduceOp::Mean && r > 0 {
-                T::from_f64(v as f64 / r as f64)
-            } else {
-                T::from_i64(v)
-            };
+            out[o * inner + j] =
+                if op == ReduceOp::Mean && r > 0 { T::from_f64(v as f64 / r as f64) } else { T::from_i64(v) };
         }
     }
 }
@@ -190,7 +220,13 @@ fn reduce_block(op: ReduceOp, x: &NDArray, a: usize, b: usize, count_scale: bool
     }
     let dt = x.dtype();
     let out = NDArray::empty(Shape::new(&od), dt, x.ctx());
-    let opk = if count_scale { op } else if op == ReduceOp::Mean { ReduceOp::Sum } else { op };
+    let opk = if count_scale {
+        op
+    } else if op == ReduceOp::Mean {
+        ReduceOp::Sum
+    } else {
+        op
+    };
     if out.size() > 0 {
         push_kernel(op.name(), vec![x.view()], vec![out.view()], move |k| {
             if dt.is_int() {
@@ -211,7 +247,13 @@ pub fn reduce(op: ReduceOp, x: &NDArray, axes: Option<&[i64]>, keepdims: bool, e
     if matches!(op, ReduceOp::Max | ReduceOp::Min) {
         for &a in &axes {
             if x.dims()[a] == 0 {
-                return Err(Error::value(name, format!("zero-size array to reduction operation {name} which has no identity (shape {})", x.shape())));
+                return Err(Error::value(
+                    name,
+                    format!(
+                        "zero-size array to reduction operation {name} which has no identity (shape {})",
+                        x.shape()
+                    ),
+                ));
             }
         }
     }

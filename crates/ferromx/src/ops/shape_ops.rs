@@ -186,7 +186,7 @@ pub fn transpose(x: &NDArray, axes: Option<&[i64]>) -> Result<NDArray> {
     let nd = x.ndim();
     let perm: Vec<usize> = match axes {
         None => (0..nd).rev().collect(),
-        Some(a) if a.is_empty() => (0..nd).rev().collect(),
+        Some([]) => (0..nd).rev().collect(),
         Some(a) => {
             if a.len() != nd {
                 return Err(Error::value("transpose", format!("axes {:?} do not match array of dimension {nd}", a)));
@@ -250,7 +250,11 @@ pub fn concat(xs: &[NDArray], axis: i64) -> Result<NDArray> {
     for x in xs {
         check_ctx(name, first, x)?;
         if x.ndim() != nd || x.dims().iter().enumerate().any(|(i, &d)| i != ax && d != first.dims()[i]) {
-            return Err(Error::shape(name, &[first.shape(), x.shape()], format!("all dims except axis {ax} must match")));
+            return Err(Error::shape(
+                name,
+                &[first.shape(), x.shape()],
+                format!("all dims except axis {ax} must match"),
+            ));
         }
         if x.dtype() != first.dtype() {
             return Err(Error::dtype(name, format!("dtypes differ: {} and {}", first.dtype(), x.dtype())));
@@ -284,15 +288,20 @@ pub fn concat(xs: &[NDArray], axis: i64) -> Result<NDArray> {
     let refs: Vec<&NDArray> = xs.iter().collect();
     if needs_record(&refs) {
         let sizes: Vec<usize> = xs.iter().map(|x| x.dims()[ax]).collect();
-        record(name, &refs, &[&out], Box::new(move |g| {
-            let mut res = Vec::new();
-            let mut b = 0;
-            for &s in &sizes {
-                res.push(Some(slice_axis(&g[0], ax as i64, b as i64, Some((b + s) as i64))?));
-                b += s;
-            }
-            Ok(res)
-        }));
+        record(
+            name,
+            &refs,
+            &[&out],
+            Box::new(move |g| {
+                let mut res = Vec::new();
+                let mut b = 0;
+                for &s in &sizes {
+                    res.push(Some(slice_axis(&g[0], ax as i64, b as i64, Some((b + s) as i64))?));
+                    b += s;
+                }
+                Ok(res)
+            }),
+        );
     }
     Ok(out)
 }
@@ -303,7 +312,11 @@ pub fn stack(xs: &[NDArray], axis: i64) -> Result<NDArray> {
     let ax = norm_axis("stack", axis, first.ndim() + 1)?;
     for x in xs {
         if x.shape() != first.shape() {
-            return Err(Error::shape("stack", &[first.shape(), x.shape()], "all input arrays must have the same shape"));
+            return Err(Error::shape(
+                "stack",
+                &[first.shape(), x.shape()],
+                "all input arrays must have the same shape",
+            ));
         }
     }
     let ex: Vec<NDArray> = xs.iter().map(|x| expand_dims(x, ax as i64)).collect::<Result<_>>()?;
@@ -318,7 +331,10 @@ pub fn slice_axis(x: &NDArray, axis: i64, begin: i64, end: Option<i64>) -> Resul
     let (b, e) = (fix(begin), fix(end.unwrap_or(n)));
     if b > e {
         let end_s = end.map_or("None".to_string(), |e| e.to_string());
-        return Err(Error::index("slice_axis", format!("begin {begin} > end {end_s} on axis {ax} of shape {}", x.shape())));
+        return Err(Error::index(
+            "slice_axis",
+            format!("begin {begin} > end {end_s} on axis {ax} of shape {}", x.shape()),
+        ));
     }
     slice_steps(x, &[(ax, b as usize, e as usize, 1)])
 }
@@ -334,7 +350,11 @@ pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<N
     let mut signed: Vec<isize> = xs.iter().map(|&s| s as isize).collect();
     for &(ax, b, e, step) in spec {
         let len = if step > 0 {
-            if e > b { (e - b).div_ceil(step as usize) } else { 0 }
+            if e > b {
+                (e - b).div_ceil(step as usize)
+            } else {
+                0
+            }
         } else if b > e {
             (b - e).div_ceil((-step) as usize)
         } else {
@@ -384,11 +404,16 @@ pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<N
     if needs_record(&[x]) {
         let (xshape, spec) = (x.shape().clone(), spec.to_vec());
         let (xdt, xctx) = (x.dtype(), x.ctx());
-        record("slice", &[x], &[&out], Box::new(move |g| {
-            let z = ops::zeros(xshape.clone(), xdt, xctx);
-            slice_assign(&z, &spec, &g[0])?;
-            Ok(vec![Some(z)])
-        }));
+        record(
+            "slice",
+            &[x],
+            &[&out],
+            Box::new(move |g| {
+                let z = ops::zeros(xshape.clone(), xdt, xctx);
+                slice_assign(&z, &spec, &g[0])?;
+                Ok(vec![Some(z)])
+            }),
+        );
     }
     Ok(out)
 }
@@ -402,7 +427,11 @@ pub fn slice_assign(dst: &NDArray, spec: &[(usize, usize, usize, i64)], v: &NDAr
     let mut signed: Vec<isize> = xs.iter().map(|&s| s as isize).collect();
     for &(ax, b, e, step) in spec {
         let len = if step > 0 {
-            if e > b { (e - b).div_ceil(step as usize) } else { 0 }
+            if e > b {
+                (e - b).div_ceil(step as usize)
+            } else {
+                0
+            }
         } else if b > e {
             (b - e).div_ceil((-step) as usize)
         } else {
@@ -415,7 +444,11 @@ pub fn slice_assign(dst: &NDArray, spec: &[(usize, usize, usize, i64)], v: &NDAr
     let rshape = Shape::new(&od);
     let vb = Shape::broadcast("_slice_assign", &rshape, v.shape())?;
     if vb != rshape {
-        return Err(Error::shape("_slice_assign", &[&rshape, v.shape()], "value cannot be broadcast to the selected region"));
+        return Err(Error::shape(
+            "_slice_assign",
+            &[&rshape, v.shape()],
+            "value cannot be broadcast to the selected region",
+        ));
     }
     let v = if v.dtype() != dst.dtype() { ops::astype(v, dst.dtype())? } else { v.clone() };
     let v = if v.shares_storage(dst) { ops::copy(&v)? } else { v };
@@ -482,7 +515,10 @@ impl IndexMode {
             IndexMode::Raise => {
                 let j = if i < 0 { i + n } else { i };
                 if j < 0 || j >= n {
-                    Err(OpFailure::new(ErrorKind::Index, format!("index {i} is out of bounds for axis with size {n} (mode='raise' in {op})")))
+                    Err(OpFailure::new(
+                        ErrorKind::Index,
+                        format!("index {i} is out of bounds for axis with size {n} (mode='raise' in {op})"),
+                    ))
                 } else {
                     Ok(j as usize)
                 }
@@ -539,9 +575,12 @@ pub fn take(a: &NDArray, indices: &NDArray, axis: i64, mode: IndexMode) -> Resul
     }
     if needs_record(&[a]) {
         let (ac, ic) = (a.clone(), indices.clone());
-        record(name, &[a, indices], &[&out], Box::new(move |g| {
-            Ok(vec![Some(take_grad(&g[0], &ic, &ac, ax, mode)?), None])
-        }));
+        record(
+            name,
+            &[a, indices],
+            &[&out],
+            Box::new(move |g| Ok(vec![Some(take_grad(&g[0], &ic, &ac, ax, mode)?), None])),
+        );
     }
     Ok(out)
 }
@@ -556,7 +595,8 @@ fn take_grad(g: &NDArray, idx: &NDArray, a: &NDArray, ax: usize, mode: IndexMode
     if z.size() > 0 && g.size() > 0 {
         push_kernel("_backward_take", vec![g.view(), idx.view()], vec![z.view()], move |k| {
             let ids = read_indices(k, 1);
-            let fixed: Vec<usize> = ids.iter().map(|&i| mode.fix("take", i, n)).collect::<std::result::Result<_, _>>()?;
+            let fixed: Vec<usize> =
+                ids.iter().map(|&i| mode.fix("take", i, n)).collect::<std::result::Result<_, _>>()?;
             with_dtype!(dt, T, {
                 let (src, o) = (k.input::<T>(0), k.output::<T>(0));
                 for r in 0..outer {
@@ -584,7 +624,11 @@ pub fn pick(data: &NDArray, index: &NDArray, axis: i64, keepdims: bool, mode: In
     let mut rd = data.dims().to_vec();
     rd.remove(ax);
     if index.size() != kd.iter().product::<usize>() {
-        return Err(Error::shape(name, &[data.shape(), index.shape()], format!("index must have the shape of data without axis {ax}")));
+        return Err(Error::shape(
+            name,
+            &[data.shape(), index.shape()],
+            format!("index must have the shape of data without axis {ax}"),
+        ));
     }
     let outer: usize = data.dims()[..ax].iter().product();
     let n = data.dims()[ax];
@@ -608,14 +652,31 @@ pub fn pick(data: &NDArray, index: &NDArray, axis: i64, keepdims: bool, mode: In
     }
     if needs_record(&[data]) {
         let (dc, ic) = (data.clone(), index.clone());
-        record(name, &[data, index], &[&out], Box::new(move |g| {
-            let oh = one_hot(&ic.view_as(Shape::new(&[outer, inner]), 0), n, 1.0, 0.0, dc.dtype())?;
-            // oh: (outer, inner, n) -> (outer, n, inner)
-            let oh = transpose(&oh, Some(&[0, 2, 1]))?;
-            let g3 = g[0].view_as(Shape::new(&[outer, 1, inner]), 0);
-            let r = ops::mul(&oh, &g3)?;
-            Ok(vec![Some(r.view_as(dc.shape().clone(), 0)), None])
-        }));
+        record(
+            name,
+            &[data, index],
+            &[&out],
+            Box::new(move |g| {
+                // Scatter g to the picked positions, resolving indices exactly as
+                // the forward pass did (clip / wrap).
+                let z = ops::zeros(dc.shape().clone(), g[0].dtype(), g[0].ctx());
+                let gdt = g[0].dtype();
+                push_kernel("_backward_pick", vec![g[0].view(), ic.view()], vec![z.view()], move |k| {
+                    let ids = read_indices(k, 1);
+                    with_dtype!(gdt, T, {
+                        let (gs, o) = (k.input::<T>(0), k.output::<T>(0));
+                        for r in 0..outer {
+                            for t in 0..inner {
+                                let f = mode.fix(name, ids[r * inner + t], n)?;
+                                o[(r * n + f) * inner + t] = gs[r * inner + t];
+                            }
+                        }
+                    });
+                    Ok(())
+                });
+                Ok(vec![Some(z), None])
+            }),
+        );
     }
     Ok(out)
 }
@@ -670,7 +731,7 @@ pub fn where_(cond: &NDArray, x: &NDArray, y: &NDArray) -> Result<NDArray> {
     let dt = out.dtype();
     push_kernel(name, vec![cb.view(), xb.view(), yb.view()], vec![out.view()], move |k| {
         with_dtype!(dt, T, {
-            let (c, a, b, o) = (k.input::<T>(0), k.input::<T>(1), k.input::<T>(2), k.output::<T>(3 - 3));
+            let (c, a, b, o) = (k.input::<T>(0), k.input::<T>(1), k.input::<T>(2), k.output::<T>(0));
             for i in 0..o.len() {
                 o[i] = if c[i].to_f64() != 0.0 { a[i] } else { b[i] };
             }
@@ -688,10 +749,15 @@ pub fn clip(x: &NDArray, lo: f64, hi: f64) -> Result<NDArray> {
     let out = ops::scalar(BinOp::Min, &ops::scalar(BinOp::Max, &x.detach(), lo)?.detach(), hi)?.detach();
     if needs_record(&[x]) {
         let xc = x.clone();
-        record("clip", &[x], &[&out], Box::new(move |g| {
-            let m = ops::mul(&ops::scalar(BinOp::Ge, &xc, lo)?, &ops::scalar(BinOp::Le, &xc, hi)?)?;
-            Ok(vec![Some(ops::mul(&g[0], &m)?)])
-        }));
+        record(
+            "clip",
+            &[x],
+            &[&out],
+            Box::new(move |g| {
+                let m = ops::mul(&ops::scalar(BinOp::Ge, &xc, lo)?, &ops::scalar(BinOp::Le, &xc, hi)?)?;
+                Ok(vec![Some(ops::mul(&g[0], &m)?)])
+            }),
+        );
     }
     Ok(out)
 }

@@ -46,10 +46,7 @@ impl TopKRet {
             "indices" => Ok(TopKRet::Indices),
             "both" => Ok(TopKRet::Both),
             "mask" => Ok(TopKRet::Mask),
-            _ => Err(Error::value(
-                "topk",
-                format!("ret_typ must be value, indices, both or mask, got '{s}'"),
-            )),
+            _ => Err(Error::value("topk", format!("ret_typ must be value, indices, both or mask, got '{s}'"))),
         }
     }
 }
@@ -131,11 +128,7 @@ fn plan(name: &str, x: &NDArray, axis: Option<i64>, k: usize) -> Result<Plan> {
         None => (x.view_as(Shape::new(&[x.size()]), 0), 0usize),
         Some(a) => {
             if x.ndim() == 0 {
-                return Err(Error::Axis {
-                    op: name.into(),
-                    axis: a,
-                    ndim: 0,
-                });
+                return Err(Error::Axis { op: name.into(), axis: a, ndim: 0 });
             }
             (x.detach(), norm_axis(name, a, x.ndim())?)
         }
@@ -207,9 +200,7 @@ fn run(
             };
             if k > 0 {
                 if rows > 1 && rows * n >= 1 << 15 {
-                    pos.par_chunks_mut(k)
-                        .enumerate()
-                        .for_each_init(Vec::new, |buf, (r, out)| row(r, buf, out));
+                    pos.par_chunks_mut(k).enumerate().for_each_init(Vec::new, |buf, (r, out)| row(r, buf, out));
                 } else {
                     let mut buf = Vec::with_capacity(n);
                     for (r, out) in pos.chunks_mut(k).enumerate() {
@@ -276,27 +267,22 @@ fn scatter_back(
     let out = NDArray::empty(xshape.clone(), g.dtype(), g.ctx());
     let dt = g.dtype();
     if out.size() > 0 {
-        push_kernel(
-            "_backward_topk",
-            vec![g.view(), perm.view()],
-            vec![out.view()],
-            move |kk| {
-                let pm = kk.input::<i64>(1);
-                with_dtype!(dt, T, {
-                    let (gs, o) = (kk.input::<T>(0), kk.output::<T>(0));
-                    o.fill(T::default());
-                    for a in 0..outer {
-                        for j in 0..k {
-                            for i in 0..inner {
-                                let kat = (a * k + j) * inner + i;
-                                o[(a * n + pm[kat] as usize) * inner + i] = gs[kat];
-                            }
+        push_kernel("_backward_topk", vec![g.view(), perm.view()], vec![out.view()], move |kk| {
+            let pm = kk.input::<i64>(1);
+            with_dtype!(dt, T, {
+                let (gs, o) = (kk.input::<T>(0), kk.output::<T>(0));
+                o.fill(T::default());
+                for a in 0..outer {
+                    for j in 0..k {
+                        for i in 0..inner {
+                            let kat = (a * k + j) * inner + i;
+                            o[(a * n + pm[kat] as usize) * inner + i] = gs[kat];
                         }
                     }
-                });
-                Ok(())
-            },
-        );
+                }
+            });
+            Ok(())
+        });
     }
     Ok(out)
 }
@@ -304,10 +290,9 @@ fn scatter_back(
 fn check_index_dtype(name: &str, dtype: DType, n: usize) -> Result<()> {
     match max_exact_index(dtype) {
         None => Err(Error::dtype(name, "indices cannot be bool")),
-        Some(m) if n > 0 && (n - 1) as u64 > m => Err(Error::dtype(
-            name,
-            format!("{dtype} cannot represent every index of an axis of size {n} exactly"),
-        )),
+        Some(m) if n > 0 && (n - 1) as u64 > m => {
+            Err(Error::dtype(name, format!("{dtype} cannot represent every index of an axis of size {n} exactly")))
+        }
         _ => Ok(()),
     }
 }
@@ -316,24 +301,12 @@ fn check_index_dtype(name: &str, dtype: DType, n: usize) -> Result<()> {
 fn record_zero(name: &'static str, x: &NDArray, outs: &[&NDArray]) {
     if needs_record(&[x]) {
         let xc = x.clone();
-        record(
-            name,
-            &[x],
-            outs,
-            Box::new(move |_| Ok(vec![Some(ops::zeros_like(&xc))])),
-        );
+        record(name, &[x], outs, Box::new(move |_| Ok(vec![Some(ops::zeros_like(&xc))])));
     }
 }
 
 /// Records the scatter gradient of a values output (`outs[0]`).
-fn record_values(
-    name: &'static str,
-    x: &NDArray,
-    outs: &[&NDArray],
-    perm: NDArray,
-    p: &Plan,
-    k: usize,
-) {
+fn record_values(name: &'static str, x: &NDArray, outs: &[&NDArray], perm: NDArray, p: &Plan, k: usize) {
     let (outer, n, inner) = (p.outer, p.n, p.inner);
     let (sshape, xshape) = (p.src.shape().clone(), x.shape().clone());
     record(
@@ -367,17 +340,7 @@ pub fn argsort(x: &NDArray, axis: Option<i64>, is_ascend: bool, dtype: DType) ->
     let p = plan(name, x, axis, 0)?;
     check_index_dtype(name, dtype, p.n)?;
     let p = plan(name, x, axis, p.n)?;
-    let o = run(
-        name,
-        x,
-        &p,
-        p.n,
-        is_ascend,
-        false,
-        Some(dtype),
-        false,
-        false,
-    );
+    let o = run(name, x, &p, p.n, is_ascend, false, Some(dtype), false, false);
     let i = o.indices.expect("indices requested");
     record_zero(name, x, &[&i]);
     Ok(i)
@@ -401,10 +364,7 @@ pub fn topk(
     if k > n || (k == 0 && x.size() > 0) {
         return Err(Error::value(
             name,
-            format!(
-                "k must be in [1, {n}] for an axis of size {n}, got k = {k} (shape {})",
-                x.shape()
-            ),
+            format!("k must be in [1, {n}] for an axis of size {n}, got k = {k} (shape {})", x.shape()),
         ));
     }
     if matches!(ret, TopKRet::Indices | TopKRet::Both) {
@@ -423,26 +383,20 @@ pub fn topk(
         }
         TopKRet::Both => {
             let o = run(name, x, &p, k, is_ascend, true, Some(dtype), false, rec);
-            let (v, i) = (
-                o.values.expect("values requested"),
-                o.indices.expect("indices requested"),
-            );
+            let (v, i) = (o.values.expect("values requested"), o.indices.expect("indices requested"));
             if let Some(perm) = o.perm {
                 record_values(name, x, &[&v, &i], perm, &p, k);
             }
             vec![v, i]
         }
         TopKRet::Indices => {
-            let i = run(name, x, &p, k, is_ascend, false, Some(dtype), false, false)
-                .indices
-                .expect("indices requested");
+            let i =
+                run(name, x, &p, k, is_ascend, false, Some(dtype), false, false).indices.expect("indices requested");
             record_zero(name, x, &[&i]);
             vec![i]
         }
         TopKRet::Mask => {
-            let m = run(name, x, &p, k, is_ascend, false, None, true, false)
-                .mask
-                .expect("mask requested");
+            let m = run(name, x, &p, k, is_ascend, false, None, true, false).mask.expect("mask requested");
             record_zero(name, x, &[&m]);
             vec![m]
         }

@@ -53,7 +53,8 @@ pub fn matmul<T: GemmElem>(
     let (lcs, lrs) = if ta { (m as isize, 1) } else { (1, k as isize) };
     let (rcs, rrs) = if tb { (k as isize, 1) } else { (1, n as isize) };
     let flops = m * n * k;
-    let par = if flops >= 1 << 18 { Parallelism::Rayon(rayon::current_num_threads().max(1)) } else { Parallelism::None };
+    let par =
+        if flops >= 1 << 18 { Parallelism::Rayon(rayon::current_num_threads().max(1)) } else { Parallelism::None };
     // SAFETY: all three slices were checked to hold the m×k, k×n and m×n
     // matrices addressed by these strides; `dst` is uniquely borrowed.
     unsafe {

@@ -1,8 +1,8 @@
 //! Storage: aligned buffers, the size-class pool, and the one place where a
 //! kernel is handed typed slices of them.
 
-mod pool;
 mod gemm;
+mod pool;
 mod raw;
 
 pub use gemm::{matmul, GemmElem};

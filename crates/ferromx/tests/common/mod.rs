@@ -35,16 +35,9 @@ pub fn vals64(x: &NDArray) -> Vec<f64> {
 /// Asserts two sequences agree to `tol` (relative to 1 + |expected|).
 #[track_caller]
 pub fn assert_close(got: &[f64], want: &[f64], tol: f64) {
-    assert_eq!(
-        got.len(),
-        want.len(),
-        "lengths differ: got {got:?}, want {want:?}"
-    );
+    assert_eq!(got.len(), want.len(), "lengths differ: got {got:?}, want {want:?}");
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        assert!(
-            (g - w).abs() <= tol * (1.0 + w.abs()),
-            "element {i}: got {g}, want {w} (got {got:?}, want {want:?})"
-        );
+        assert!((g - w).abs() <= tol * (1.0 + w.abs()), "element {i}: got {g}, want {w} (got {got:?}, want {want:?})");
     }
 }
 
@@ -58,27 +51,17 @@ pub fn assert_close32(got: &[f32], want: &[f32], tol: f64) {
 
 /// Fixed, uneven weights so every output element matters differently.
 fn weights(n: usize) -> Vec<f64> {
-    (0..n)
-        .map(|i| 0.5 + ((i * 7 + 3) % 11) as f64 * 0.25)
-        .collect()
+    (0..n).map(|i| 0.5 + ((i * 7 + 3) % 11) as f64 * 0.25).collect()
 }
 
 fn loss(y: &NDArray) -> f64 {
-    vals64(y)
-        .iter()
-        .zip(weights(y.size()))
-        .map(|(a, w)| a * w)
-        .sum()
+    vals64(y).iter().zip(weights(y.size())).map(|(a, w)| a * w).sum()
 }
 
 /// Compares autograd gradients of `L = Σ w ⊙ f(inputs)` (fixed uneven weights
 /// `w`) with central finite differences, in float64, for every input.
 #[track_caller]
-pub fn check_grad(
-    inputs: &[(Vec<f64>, Vec<usize>)],
-    f: impl Fn(&[NDArray]) -> Result<NDArray>,
-    tol: f64,
-) {
+pub fn check_grad(inputs: &[(Vec<f64>, Vec<usize>)], f: impl Fn(&[NDArray]) -> Result<NDArray>, tol: f64) {
     let xs: Vec<NDArray> = inputs.iter().map(|(d, s)| arr64(d, s)).collect();
     for x in &xs {
         x.attach_grad(GradReq::Write).unwrap();
@@ -86,14 +69,7 @@ pub fn check_grad(
     let prev = autograd::set_recording(true);
     let y = f(&xs).unwrap();
     let w = NDArray::from_vec(weights(y.size()), y.shape().clone(), Context::default()).unwrap();
-    let l = ops::reduce(
-        ReduceOp::Sum,
-        &ops::mul(&y, &w).unwrap(),
-        None,
-        false,
-        false,
-    )
-    .unwrap();
+    let l = ops::reduce(ReduceOp::Sum, &ops::mul(&y, &w).unwrap(), None, false, false).unwrap();
     autograd::set_recording(prev);
     l.backward(None, false).unwrap();
     let eps = 1e-6;

@@ -85,11 +85,19 @@ macro_rules! float_arith {
             }
             #[inline(always)]
             fn max_(self, b: Self) -> Self {
-                if self.is_nan() || self > b { self } else { b }
+                if self.is_nan() || self > b {
+                    self
+                } else {
+                    b
+                }
             }
             #[inline(always)]
             fn min_(self, b: Self) -> Self {
-                if self.is_nan() || self < b { self } else { b }
+                if self.is_nan() || self < b {
+                    self
+                } else {
+                    b
+                }
             }
             #[inline(always)]
             fn neg(self) -> Self {
@@ -97,7 +105,11 @@ macro_rules! float_arith {
             }
             #[inline(always)]
             fn abs_(self) -> Self {
-                if self < <$t>::default() { -self } else { self }
+                if self < <$t>::default() {
+                    -self
+                } else {
+                    self
+                }
             }
             #[inline(always)]
             fn is_nan(self) -> bool {
@@ -173,11 +185,19 @@ macro_rules! int_arith {
             }
             #[inline(always)]
             fn max_(self, b: Self) -> Self {
-                if self > b { self } else { b }
+                if self > b {
+                    self
+                } else {
+                    b
+                }
             }
             #[inline(always)]
             fn min_(self, b: Self) -> Self {
-                if self < b { self } else { b }
+                if self < b {
+                    self
+                } else {
+                    b
+                }
             }
             #[inline(always)]
             fn neg(self) -> Self {
@@ -186,7 +206,11 @@ macro_rules! int_arith {
             #[inline(always)]
             #[allow(unused_comparisons)]
             fn abs_(self) -> Self {
-                if self < 0 { (0 as $t).wrapping_sub(self) } else { self }
+                if self < 0 {
+                    (0 as $t).wrapping_sub(self)
+                } else {
+                    self
+                }
             }
         }
     };

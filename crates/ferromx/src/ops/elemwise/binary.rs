@@ -104,7 +104,15 @@ impl BinOp {
     fn differentiable(self) -> bool {
         matches!(
             self,
-            BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod | BinOp::Pow | BinOp::Max | BinOp::Min | BinOp::Hypot
+            BinOp::Add
+                | BinOp::Sub
+                | BinOp::Mul
+                | BinOp::Div
+                | BinOp::Mod
+                | BinOp::Pow
+                | BinOp::Max
+                | BinOp::Min
+                | BinOp::Hypot
         )
     }
 }
@@ -223,6 +231,7 @@ fn unify(op: &str, a: &NDArray, b: &NDArray) -> Result<(NDArray, NDArray, DType)
 }
 
 /// `op(a, b)` with broadcasting and type promotion.
+#[allow(clippy::bool_comparison)]
 pub fn binary(op: BinOp, a: &NDArray, b: &NDArray) -> Result<NDArray> {
     let name = op.name();
     let oshape = Shape::broadcast(name, a.shape(), b.shape())?;
@@ -282,6 +291,7 @@ fn binary_grad(op: BinOp, a: &NDArray, b: &NDArray, o: &NDArray, g: &NDArray) ->
 /// `op(a, s)` (or `op(s, a)` when `reverse`) for a Python scalar `s`.
 ///
 /// As in MXNet's `nd`, the result keeps `a`'s dtype (the scalar is cast).
+#[allow(clippy::bool_comparison)]
 pub fn scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArray> {
     let name = op.scalar_name();
     let dt = a.dtype();
@@ -361,7 +371,10 @@ pub fn scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArra
 /// In place: `dst = op(dst, b)` (b broadcast to dst's shape). Writes dst's chunk.
 pub fn binary_inplace(op: BinOp, dst: &NDArray, b: &NDArray) -> Result<()> {
     let name = op.name();
-    if !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod | BinOp::Pow | BinOp::Max | BinOp::Min) {
+    if !matches!(
+        op,
+        BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod | BinOp::Pow | BinOp::Max | BinOp::Min
+    ) {
         return Err(Error::value(name, "this operator has no in-place form"));
     }
     check_ctx(name, dst, b)?;

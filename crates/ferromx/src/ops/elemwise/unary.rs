@@ -113,9 +113,9 @@ impl UnaryOp {
     pub const ALL: [UnaryOp; 42] = {
         use UnaryOp::*;
         [
-            Negative, Abs, Sign, Square, Relu, Sqrt, Rsqrt, Cbrt, Exp, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan, Arcsin,
-            Arccos, Arctan, Sinh, Cosh, Tanh, Arcsinh, Arccosh, Arctanh, Floor, Ceil, Round, Rint, Fix, Trunc, Reciprocal,
-            Sigmoid, Softsign, Softrelu, Erf, Gamma, Gammaln, LogicalNot, Degrees, Radians,
+            Negative, Abs, Sign, Square, Relu, Sqrt, Rsqrt, Cbrt, Exp, Expm1, Log, Log2, Log10, Log1p, Sin, Cos, Tan,
+            Arcsin, Arccos, Arctan, Sinh, Cosh, Tanh, Arcsinh, Arccosh, Arctanh, Floor, Ceil, Round, Rint, Fix, Trunc,
+            Reciprocal, Sigmoid, Softsign, Softrelu, Erf, Gamma, Gammaln, LogicalNot, Degrees, Radians,
         ]
     };
 
@@ -133,9 +133,17 @@ fn float_kernel<T: Float + Arith>(op: UnaryOp, x: &[T], o: &mut [T]) {
     match op {
         Negative => map1(x, o, |v| -v),
         Abs => map1(x, o, |v| v.abs()),
-        Sign => map1(x, o, |v| if v > zero { one } else if v < zero { -one } else { v }),
+        Sign => map1(x, o, |v| {
+            if v > zero {
+                one
+            } else if v < zero {
+                -one
+            } else {
+                v
+            }
+        }),
         Square => map1(x, o, |v| v * v),
-        Relu => map1(x, o, |v| if v > zero { v } else if Float::is_nan(v) { v } else { zero }),
+        Relu => map1(x, o, |v| if v > zero || Float::is_nan(v) { v } else { zero }),
         Sqrt => map1(x, o, |v| v.sqrt()),
         Rsqrt => map1(x, o, |v| one / v.sqrt()),
         Cbrt => map1(x, o, |v| v.cbrt()),
@@ -163,7 +171,11 @@ fn float_kernel<T: Float + Arith>(op: UnaryOp, x: &[T], o: &mut [T]) {
         Round => map1(x, o, |v| v.round()),
         Rint => map1(x, o, |v| {
             let f = v.floor();
-            if v - f == T::from_f64(0.5) { f } else { v.round() }
+            if v - f == T::from_f64(0.5) {
+                f
+            } else {
+                v.round()
+            }
         }),
         Fix | Trunc => map1(x, o, |v| v.trunc()),
         Reciprocal => map1(x, o, |v| one / v),
@@ -205,7 +217,7 @@ fn exp_core(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5;
     let e = p * r * r + r + 1.0;
     let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
     e * scale
@@ -253,7 +265,15 @@ fn int_kernel<T: Arith>(op: UnaryOp, x: &[T], o: &mut [T]) {
     match op {
         Negative => map1(x, o, |v| v.neg()),
         Abs => map1(x, o, |v| v.abs_()),
-        Sign => map1(x, o, |v| if v > zero { one } else if v < zero { T::from_i64(-1) } else { zero }),
+        Sign => map1(x, o, |v| {
+            if v > zero {
+                one
+            } else if v < zero {
+                T::from_i64(-1)
+            } else {
+                zero
+            }
+        }),
         Square => map1(x, o, |v| v.mul(v)),
         Relu => map1(x, o, |v| if v > zero { v } else { zero }),
         LogicalNot => map1(x, o, |v| if v == zero { one } else { zero }),

@@ -14,7 +14,12 @@ pub fn activation(x: &NDArray, act_type: &str) -> Result<NDArray> {
         "tanh" => UnaryOp::Tanh,
         "softrelu" => UnaryOp::Softrelu,
         "softsign" => UnaryOp::Softsign,
-        _ => return Err(Error::value("Activation", format!("unknown act_type '{act_type}' (relu, sigmoid, tanh, softrelu, softsign)"))),
+        _ => {
+            return Err(Error::value(
+                "Activation",
+                format!("unknown act_type '{act_type}' (relu, sigmoid, tanh, softrelu, softsign)"),
+            ))
+        }
     };
     ops::unary(op, x)
 }
@@ -71,7 +76,11 @@ pub fn layer_norm(x: &NDArray, gamma: &NDArray, beta: &NDArray, axis: i64, eps: 
     let ax = norm_axis("LayerNorm", axis, x.ndim())?;
     let n = x.dims()[ax];
     if gamma.dims() != [n] || beta.dims() != [n] {
-        return Err(Error::shape("LayerNorm", &[x.shape(), gamma.shape(), beta.shape()], format!("gamma and beta must be ({n},)")));
+        return Err(Error::shape(
+            "LayerNorm",
+            &[x.shape(), gamma.shape(), beta.shape()],
+            format!("gamma and beta must be ({n},)"),
+        ));
     }
     let mean = ops::reduce(ReduceOp::Mean, x, Some(&[ax as i64]), true, false)?;
     let xc = ops::sub(x, &mean)?;

@@ -10,7 +10,13 @@ use crate::storage::{matmul, push_kernel};
 
 /// MXNet `FullyConnected`. With `flatten`, data is (N, ...) flattened to (N, in);
 /// without, the last axis is the input axis.
-pub fn fully_connected(data: &NDArray, weight: &NDArray, bias: Option<&NDArray>, num_hidden: usize, flatten: bool) -> Result<NDArray> {
+pub fn fully_connected(
+    data: &NDArray,
+    weight: &NDArray,
+    bias: Option<&NDArray>,
+    num_hidden: usize,
+    flatten: bool,
+) -> Result<NDArray> {
     let name = "FullyConnected";
     check_ctx(name, data, weight)?;
     if data.ndim() == 0 {
@@ -22,7 +28,11 @@ pub fn fully_connected(data: &NDArray, weight: &NDArray, bias: Option<&NDArray>,
         (data.dims()[..data.ndim() - 1].iter().product::<usize>(), data.dims()[data.ndim() - 1])
     };
     if weight.dims() != [num_hidden, inp] {
-        return Err(Error::shape(name, &[data.shape(), weight.shape()], format!("weight must be ({num_hidden}, {inp})")));
+        return Err(Error::shape(
+            name,
+            &[data.shape(), weight.shape()],
+            format!("weight must be ({num_hidden}, {inp})"),
+        ));
     }
     if let Some(b) = bias {
         if b.dims() != [num_hidden] {
@@ -76,17 +86,22 @@ pub fn fully_connected(data: &NDArray, weight: &NDArray, bias: Option<&NDArray>,
     }
     if needs_record(&inputs) {
         let (x, w) = (data.clone(), weight.clone());
-        record(name, &inputs, &[&out], Box::new(move |g| {
-            let g2 = g[0].view_as(Shape::new(&[rows, num_hidden]), 0);
-            let x2 = x.view_as(Shape::new(&[rows, inp]), 0);
-            let dx = ops::dot(&g2, &w, false, false)?.view_as(x.shape().clone(), 0);
-            let dw = ops::dot(&g2, &x2, true, false)?;
-            let mut r = vec![Some(dx), Some(dw)];
-            if has_bias {
-                r.push(Some(ops::reduce(ReduceOp::Sum, &g2, Some(&[0]), false, false)?));
-            }
-            Ok(r)
-        }));
+        record(
+            name,
+            &inputs,
+            &[&out],
+            Box::new(move |g| {
+                let g2 = g[0].view_as(Shape::new(&[rows, num_hidden]), 0);
+                let x2 = x.view_as(Shape::new(&[rows, inp]), 0);
+                let dx = ops::dot(&g2, &w, false, false)?.view_as(x.shape().clone(), 0);
+                let dw = ops::dot(&g2, &x2, true, false)?;
+                let mut r = vec![Some(dx), Some(dw)];
+                if has_bias {
+                    r.push(Some(ops::reduce(ReduceOp::Sum, &g2, Some(&[0]), false, false)?));
+                }
+                Ok(r)
+            }),
+        );
     }
     Ok(out)
 }
