@@ -58,7 +58,9 @@ def test_rust_example_reaches_95_percent(tmp_path):
     if cargo is None:
         pytest.skip("cargo is not on PATH: cannot build the Rust example crates/ferromx/examples/digits.rs")
     train_csv, test_csv = digits.export_csv(str(tmp_path) + os.sep)
-    cmd = [cargo, "run", "--release", "-q", "-p", "ferromx", "--example", "digits", "--", train_csv, test_csv]
+    # No `-p`: the workspace default members resolve features exactly as `cargo test --release`
+    # did before pytest, so the example built there is reused instead of rebuilt.
+    cmd = [cargo, "run", "--release", "-q", "--example", "digits", "--", train_csv, test_csv]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=900)
     report = "stdout:\n%s\nstderr:\n%s" % (proc.stdout, proc.stderr[-4000:])
     m = re.search(r"final test accuracy ([0-9.]+)", proc.stdout)

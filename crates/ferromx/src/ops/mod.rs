@@ -5,6 +5,7 @@
 pub mod creation;
 pub mod elemwise;
 pub mod index_ops;
+pub mod indexing;
 pub mod linalg;
 pub mod nn;
 pub mod optim;
@@ -18,6 +19,7 @@ pub use creation::*;
 pub use elemwise::binary::{binary, binary_inplace, scalar_inplace, scalar_op, BinOp};
 pub use elemwise::unary::{unary, UnaryOp};
 pub use index_ops::*;
+pub use indexing::Idx;
 pub use linalg::*;
 pub use reduce::*;
 pub use shape_ops::*;
