@@ -1,6 +1,8 @@
 //! Size-gated parallel loops: small inputs stay on the engine worker's thread,
-//! large ones split across rayon's pool.
+//! large ones split across rayon's pool. Every chunk runs through
+//! [`dispatch`], so the loops are compiled for the CPU's widest vector unit.
 
+use crate::storage::dispatch;
 use rayon::prelude::*;
 
 /// Elements below which a cheap elementwise loop stays on one thread.
@@ -11,12 +13,12 @@ pub fn chunked<R: Send>(out: &mut [R], grain: usize, f: impl Fn(usize, &mut [R])
     let n = out.len();
     let threads = rayon::current_num_threads().max(1);
     if n < grain.max(2) || threads == 1 {
-        f(0, out);
+        dispatch(|| f(0, out));
         return;
     }
     let pieces = (n / grain).clamp(1, threads * 4);
     let chunk = n.div_ceil(pieces);
-    out.par_chunks_mut(chunk).enumerate().for_each(|(i, c)| f(i * chunk, c));
+    out.par_chunks_mut(chunk).enumerate().for_each(|(i, c)| dispatch(|| f(i * chunk, c)));
 }
 
 /// `out[i] = f(a[i])`.

@@ -4,8 +4,10 @@
 mod gemm;
 mod pool;
 mod raw;
+mod simd;
 
 pub use gemm::{matmul, GemmElem};
 pub use pool::{pool_stats, release_pool, PoolStats};
 pub use raw::{call_site, set_call_site, Kernel};
 pub(crate) use raw::{push_copy_out, push_kernel, Chunk, View};
+pub use simd::dispatch;

@@ -209,8 +209,15 @@ fn exp_core(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
-    let xc = x.clamp(-87.0, 88.0);
-    let n = (xc * LOG2E + MAGIC) - MAGIC;
+    let xc = if x < -87.0 {
+        -87.0
+    } else if x > 88.0 {
+        88.0
+    } else {
+        x
+    };
+    let t = xc * LOG2E + MAGIC;
+    let n = t - MAGIC;
     let r = xc - n * LN2_HI - n * LN2_LO;
     let mut p = 1.987_569_1e-4_f32;
     p = p * r + 1.398_199_9e-3;
@@ -219,12 +226,15 @@ fn exp_core(x: f32) -> f32 {
     p = p * r + 1.666_666_5e-1;
     p = p * r + 0.5;
     let e = p * r * r + r + 1.0;
-    let scale = f32::from_bits(((n as i32 + 127) as u32) << 23);
+    // `t`'s low mantissa bits hold n (magic-number rounding): no float->int convert.
+    let ni = (t.to_bits() as i32).wrapping_sub(0x4B40_0000);
+    let scale = f32::from_bits(((ni + 127) as u32) << 23);
     e * scale
 }
 
 /// `exp` over a slice: [`exp_core`] vectorised per block, then a scalar fix-up
 /// of the rare inputs outside its range (overflow, underflow to subnormals, NaN).
+#[inline(always)]
 fn exp_slice(x: &[f32], o: &mut [f32]) {
     for (xb, ob) in x.chunks(1024).zip(o.chunks_mut(1024)) {
         for (ov, &xv) in ob.iter_mut().zip(xb) {
@@ -250,10 +260,9 @@ fn fast_f32(op: UnaryOp, x: &[f32], o: &mut [f32]) {
             let n = c.len();
             exp_slice(&x[s..s + n], c)
         }),
-        UnaryOp::Sigmoid => map1(x, o, |v| {
-            let e = if (-87.0..=88.0).contains(&-v) { exp_core(-v) } else { (-(v as f64)).exp() as f32 };
-            1.0 / (1.0 + e)
-        }),
+        // exp_core clamps its input, which keeps sigmoid exact to f32 rounding
+        // at both tails and lets the whole loop vectorise.
+        UnaryOp::Sigmoid => map1(x, o, |v| 1.0 / (1.0 + exp_core(-v))),
         _ => map1(x, o, |v| if v > 0.0 || v.is_nan() { v } else { 0.0 }),
     }
 }

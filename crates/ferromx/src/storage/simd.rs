@@ -1,0 +1,65 @@
+//! Runtime CPU dispatch for auto-vectorised kernels.
+//!
+//! Portable builds target baseline x86-64 (SSE2), which leaves most of the
+//! vector width of the machines we run on unused. [`dispatch`] runs a closure
+//! inside a function compiled with AVX-512 or AVX2+FMA enabled when the CPU
+//! has them (detected once). The closure is generic and inlined into that
+//! function, so its loops are compiled for the wider instruction set.
+//!
+//! Safety: a `#[target_feature]` function may only be called on a CPU that
+//! supports the features; `level()` establishes exactly that with
+//! `is_x86_feature_detected!` before either wide variant is ever called.
+
+#[cfg(target_arch = "x86_64")]
+fn level() -> u8 {
+    use std::sync::OnceLock;
+    static LEVEL: OnceLock<u8> = OnceLock::new();
+    *LEVEL.get_or_init(|| {
+        if std::env::var_os("FERROMX_NO_SIMD_DISPATCH").is_some() {
+            0
+        } else if is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512dq")
+            && is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+        {
+            2
+        } else if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+            1
+        } else {
+            0
+        }
+    })
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+unsafe fn run_v4<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn run_v3<R>(f: impl FnOnce() -> R) -> R {
+    f()
+}
+
+/// Runs `f` compiled for the widest vector instruction set this CPU supports.
+#[inline(always)]
+pub fn dispatch<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        match level() {
+            // SAFETY: level() == 2 only when every feature run_v4 enables was detected.
+            2 => unsafe { run_v4(f) },
+            // SAFETY: level() == 1 only when AVX2 and FMA were detected.
+            1 => unsafe { run_v3(f) },
+            _ => f(),
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        f()
+    }
+}
