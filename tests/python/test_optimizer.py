@@ -146,6 +146,24 @@ def test_rmsprop():
     _close(state[0].asnumpy(), n, rtol=1e-4, atol=1e-6)
 
 
+def test_rmsprop_centered():
+    w0, grads = _data(steps=3)
+    lr, g1, g2, eps, wd = 0.01, 0.9, 0.8, 1e-3, 0.01
+    o = opt.RMSProp(learning_rate=lr, gamma1=g1, gamma2=g2, epsilon=eps, wd=wd, centered=True)
+    w, state = _run(o, w0, grads)
+    assert isinstance(state, tuple) and len(state) == 3
+    ref = w0.astype(np.float64)
+    n, gm, d = np.zeros_like(ref), np.zeros_like(ref), np.zeros_like(ref)
+    for g in grads:
+        g = g + wd * ref
+        n = (1 - g1) * g * g + g1 * n
+        gm = (1 - g1) * g + g1 * gm
+        d = g2 * d - lr * g / np.sqrt(n - gm * gm + eps)
+        ref = ref + d
+    _close(w, ref, rtol=1e-4, atol=1e-6)
+    _close(state[2].asnumpy(), d, rtol=1e-4, atol=1e-6)
+
+
 def test_adagrad():
     w0, grads = _data(steps=3)
     lr, eps, wd = 0.1, 1e-2, 0.01

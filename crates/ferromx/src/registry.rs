@@ -237,6 +237,7 @@ op_table! {
     "nag_mom_update": ["weight", "grad", "mom"] ["lr", "momentum", "wd", "rescale_grad", "clip_gradient"];
     "adam_update": ["weight", "grad", "mean", "var"] ["lr", "beta1", "beta2", "epsilon", "wd", "rescale_grad", "clip_gradient"];
     "rmsprop_update": ["weight", "grad", "n"] ["lr", "gamma1", "epsilon", "wd", "rescale_grad", "clip_gradient"];
+    "rmspropalex_update": ["weight", "grad", "n", "g", "delta"] ["lr", "gamma1", "gamma2", "epsilon", "wd", "rescale_grad", "clip_gradient"];
     "adagrad_update": ["weight", "grad", "history"] ["lr", "epsilon", "wd", "rescale_grad", "clip_gradient"];
     "_random_uniform": [] ["low", "high", "shape", "ctx", "dtype"];
     "_random_normal": [] ["loc", "scale", "shape", "ctx", "dtype"];
@@ -501,7 +502,8 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
         "Dropout" => one(ops::nn::dropout(x(0)?, a.f64(n, "p", 0.5)?, a.str(n, "mode", "training")? == "always")),
         "LayerNorm" => one(ops::nn::layer_norm(x(0)?, x(1)?, x(2)?, a.i64(n, "axis", -1)?, a.f64(n, "eps", 1e-5)?)),
         "Embedding" => one(ops::nn::embedding(x(0)?, x(1)?)),
-        "sgd_update" | "sgd_mom_update" | "nag_mom_update" | "adam_update" | "rmsprop_update" | "adagrad_update" => {
+        "sgd_update" | "sgd_mom_update" | "nag_mom_update" | "adam_update" | "rmsprop_update"
+        | "rmspropalex_update" | "adagrad_update" => {
             let p = optim::UpdateParams {
                 lr: a.f64(n, "lr", 0.01)?,
                 wd: a.f64(n, "wd", 0.0)?,
@@ -515,6 +517,11 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
                 "adam_update" => optim::Update::Adam {
                     beta1: a.f64(n, "beta1", 0.9)?,
                     beta2: a.f64(n, "beta2", 0.999)?,
+                    epsilon: a.f64(n, "epsilon", 1e-8)?,
+                },
+                "rmspropalex_update" => optim::Update::RmsPropAlex {
+                    gamma1: a.f64(n, "gamma1", 0.95)?,
+                    gamma2: a.f64(n, "gamma2", 0.9)?,
                     epsilon: a.f64(n, "epsilon", 1e-8)?,
                 },
                 "rmsprop_update" => {

@@ -66,6 +66,15 @@ pub enum Update {
         /// ε
         epsilon: f64,
     },
+    /// Centered RMSProp (Graves 2013; MXNet `rmspropalex_update`), states n, g, delta.
+    RmsPropAlex {
+        /// decay of the moment estimates γ1
+        gamma1: f64,
+        /// momentum of the update γ2
+        gamma2: f64,
+        /// ε
+        epsilon: f64,
+    },
     /// AdaGrad.
     AdaGrad {
         /// ε
@@ -81,6 +90,7 @@ impl Update {
             Update::Nag { .. } => "nag_mom_update",
             Update::Adam { .. } => "adam_update",
             Update::RmsProp { .. } => "rmsprop_update",
+            Update::RmsPropAlex { .. } => "rmspropalex_update",
             Update::AdaGrad { .. } => "adagrad_update",
         }
     }
@@ -88,6 +98,7 @@ impl Update {
         match self {
             Update::Sgd => 0,
             Update::Adam { .. } => 2,
+            Update::RmsPropAlex { .. } => 3,
             _ => 1,
         }
     }
@@ -158,6 +169,17 @@ pub fn update(kind: Update, weight: &NDArray, grad: &NDArray, states: &[&NDArray
                     let gi = p.grad(g[i]) + wd * w[i];
                     n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
                     w[i] -= lr * gi / (n[i] + eps).sqrt();
+                }
+            }
+            Update::RmsPropAlex { gamma1, gamma2, epsilon } => {
+                let (n, gm, d) = (k.output::<f32>(1), k.output::<f32>(2), k.output::<f32>(3));
+                let (g1, g2, eps) = (gamma1 as f32, gamma2 as f32, epsilon as f32);
+                for i in 0..w.len() {
+                    let gi = p.grad(g[i]) + wd * w[i];
+                    n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
+                    gm[i] = (1.0 - g1) * gi + g1 * gm[i];
+                    d[i] = g2 * d[i] - lr * gi / (n[i] - gm[i] * gm[i] + eps).sqrt();
+                    w[i] += d[i];
                 }
             }
             Update::AdaGrad { epsilon } => {
