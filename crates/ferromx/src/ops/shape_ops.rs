@@ -339,13 +339,11 @@ pub fn slice_axis(x: &NDArray, axis: i64, begin: i64, end: Option<i64>) -> Resul
     slice_steps(x, &[(ax, b as usize, e as usize, 1)])
 }
 
-/// General strided slicing: `(axis, begin, end, step)` per sliced axis (positive steps
-/// with begin ≤ end, or negative steps with begin ≥ end, exclusive end as in Python).
-pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<NDArray> {
-    let nd = x.ndim();
-    let xs = x.shape().strides();
-    let mut od = x.dims().to_vec();
-    let mut strides: Vec<usize> = xs.to_vec();
+/// The region a slicing spec selects: its shape, the element offset of its
+/// first element, and the signed element stride of each axis.
+fn strided_region(shape: &Shape, spec: &[(usize, usize, usize, i64)]) -> (Shape, isize, Vec<isize>) {
+    let xs = shape.strides();
+    let mut od = shape.dims().to_vec();
     let mut base: isize = 0;
     let mut signed: Vec<isize> = xs.iter().map(|&s| s as isize).collect();
     for &(ax, b, e, step) in spec {
@@ -364,7 +362,14 @@ pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<N
         base += b as isize * xs[ax] as isize;
         signed[ax] = xs[ax] as isize * step as isize;
     }
-    let oshape = Shape::new(&od);
+    (Shape::new(&od), base, signed)
+}
+
+/// General strided slicing: `(axis, begin, end, step)` per sliced axis (positive steps
+/// with begin ≤ end, or negative steps with begin ≥ end, exclusive end as in Python).
+pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<NDArray> {
+    let nd = x.ndim();
+    let (oshape, base, signed) = strided_region(x.shape(), spec);
     // first-axis contiguous slice: a view
     if spec.len() == 1 && spec[0].0 == 0 && spec[0].3 == 1 && !needs_record(&[x]) {
         return Ok(x.view_as(oshape, base as usize));
@@ -372,9 +377,6 @@ pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<N
     let out = NDArray::empty(oshape.clone(), x.dtype(), x.ctx());
     let dt = x.dtype();
     if out.size() > 0 {
-        for s in strides.iter_mut() {
-            *s = 0;
-        }
         let sg = signed.clone();
         push_kernel("slice", vec![x.view()], vec![out.view()], move |k| {
             with_dtype!(dt, T, {
@@ -421,27 +423,7 @@ pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<N
 /// Writes `v` (broadcast) into the strided region of `dst` described by `spec`, in place.
 pub fn slice_assign(dst: &NDArray, spec: &[(usize, usize, usize, i64)], v: &NDArray) -> Result<()> {
     let nd = dst.ndim();
-    let xs = dst.shape().strides();
-    let mut od = dst.dims().to_vec();
-    let mut base: isize = 0;
-    let mut signed: Vec<isize> = xs.iter().map(|&s| s as isize).collect();
-    for &(ax, b, e, step) in spec {
-        let len = if step > 0 {
-            if e > b {
-                (e - b).div_ceil(step as usize)
-            } else {
-                0
-            }
-        } else if b > e {
-            (b - e).div_ceil((-step) as usize)
-        } else {
-            0
-        };
-        od[ax] = len;
-        base += b as isize * xs[ax] as isize;
-        signed[ax] = xs[ax] as isize * step as isize;
-    }
-    let rshape = Shape::new(&od);
+    let (rshape, base, signed) = strided_region(dst.shape(), spec);
     let vb = Shape::broadcast("_slice_assign", &rshape, v.shape())?;
     if vb != rshape {
         return Err(Error::shape(
