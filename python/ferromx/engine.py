@@ -6,7 +6,6 @@ well under MXNet's bulked cost).
 """
 
 import contextlib
-import os
 
 from . import _native
 
@@ -41,8 +40,6 @@ def is_naive():
     """Whether ``FERROMX_ENGINE_TYPE=NaiveEngine`` (synchronous) mode is on."""
     return _native.engine_info()["naive"]
 
-
-_SYNC_MODE = os.environ.get("FERROMX_SYNC_DEBUG", "off")
 
 from . import _sync  # noqa: E402
 from ._sync import SyncError, SyncWarning  # noqa: E402,F401

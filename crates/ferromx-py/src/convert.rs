@@ -59,6 +59,11 @@ pub fn engine_err(e: ferromx::engine::EngineError) -> PyErr {
     to_py_err(Error::Engine(e))
 }
 
+/// Parses a context string (`cpu(0)`, `cpu_pinned(1)`, ...) or raises ValueError.
+pub fn parse_ctx(s: &str) -> PyResult<ferromx::Context> {
+    ferromx::registry::parse_ctx(s).ok_or_else(|| PyValueError::new_err(format!("bad context {s}")))
+}
+
 /// Converts one Python attribute value.
 pub fn to_attr(v: &Bound<'_, PyAny>) -> PyResult<Attr> {
     if v.is_none() {

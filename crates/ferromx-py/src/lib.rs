@@ -9,7 +9,7 @@ mod profiler;
 use convert::{engine_err, to_attrs, to_py_err, ErrorTypes, ERRORS};
 use ferromx::autograd;
 use ferromx::engine::Engine;
-use ndarray::{from_buffer, pre_push, wait_ticket, wrap, CopyTicket, PyND};
+use ndarray::{pre_push, wait_ticket, wrap, CopyTicket, PyND};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
@@ -40,23 +40,10 @@ fn op_table() -> Vec<(&'static str, Vec<&'static str>, Vec<&'static str>)> {
     ferromx::registry::OPS.iter().map(|o| (o.name, o.inputs.to_vec(), o.attrs.to_vec())).collect()
 }
 
-/// Creates an array by copying a C-contiguous buffer.
-#[pyfunction]
-fn array_from_buffer(
-    py: Python<'_>,
-    obj: &Bound<'_, PyAny>,
-    shape: Vec<usize>,
-    dtype: &str,
-    ctx: &str,
-) -> PyResult<Py<PyND>> {
-    from_buffer(py, obj, shape, dtype, ctx)
-}
-
 /// Copies an array onto another context.
 #[pyfunction]
 fn copy_to_context(py: Python<'_>, arr: PyRef<'_, PyND>, ctx: &str) -> PyResult<Py<PyND>> {
-    let c = ferromx::registry::parse_ctx(ctx)
-        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("bad context {ctx}")))?;
+    let c = convert::parse_ctx(ctx)?;
     pre_push(py);
     wrap(py, ferromx::ops::copy_to_ctx(&arr.a, c).map_err(to_py_err)?)
 }
@@ -166,12 +153,7 @@ fn record_custom(inputs: Vec<PyRef<'_, PyND>>, outputs: Vec<PyRef<'_, PyND>>, fu
 #[pyfunction]
 #[pyo3(signature = (seed, ctx=None))]
 fn seed(seed: u64, ctx: Option<&str>) -> PyResult<()> {
-    let c = ctx
-        .map(|s| {
-            ferromx::registry::parse_ctx(s)
-                .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("bad context {s}")))
-        })
-        .transpose()?;
+    let c = ctx.map(convert::parse_ctx).transpose()?;
     ferromx::ops::random::seed(seed, c);
     Ok(())
 }
@@ -222,7 +204,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<CopyTicket>()?;
     m.add_function(wrap_pyfunction!(invoke, m)?)?;
     m.add_function(wrap_pyfunction!(op_table, m)?)?;
-    m.add_function(wrap_pyfunction!(array_from_buffer, m)?)?;
+    m.add_function(wrap_pyfunction!(ndarray::array_from_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
     m.add_function(wrap_pyfunction!(copy_to_context, m)?)?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;

@@ -7,7 +7,7 @@ use ferromx::engine::{Engine, WaitTicket};
 use ferromx::ops::{self, BinOp, UnaryOp};
 use ferromx::{NDArray, Shape};
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
 use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
@@ -466,8 +466,9 @@ impl PyND {
     }
 }
 
-/// Creates an array from a C-contiguous buffer (copied).
-pub fn from_buffer(
+/// Creates an array by copying a C-contiguous buffer.
+#[pyfunction]
+pub fn array_from_buffer(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     shape: Vec<usize>,
@@ -475,7 +476,7 @@ pub fn from_buffer(
     ctx: &str,
 ) -> PyResult<Py<PyND>> {
     let dt = ferromx::DType::from_name(dtype).map_err(to_py_err)?;
-    let c = ferromx::registry::parse_ctx(ctx).ok_or_else(|| PyValueError::new_err(format!("bad context {ctx}")))?;
+    let c = crate::convert::parse_ctx(ctx)?;
     let buf = PyBuffer::<u8>::get(obj)?;
     let a = glue::with_bytes(&buf, |b| NDArray::from_bytes(b, Shape::new(&shape), dt, c))?.map_err(to_py_err)?;
     wrap(py, a)

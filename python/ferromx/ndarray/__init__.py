@@ -51,14 +51,11 @@ def _make_op(name, inputs, attrs, public):
     def fn(*args, out=None, name=None, **kwargs):  # noqa: ARG001 - `name` as in MXNet
         args = list(args)
         if variadic:
-            arrs = [a for a in args if isinstance(a, NDArray)]
-            if len(arrs) == 1 and isinstance(args[0], (list, tuple)):
-                arrs = list(args[0])
             if args and isinstance(args[0], (list, tuple)):
-                arrs, rest = list(args[0]), args[1:]
+                ins, rest = list(args[0]), args[1:]
             else:
+                ins = [a for a in args if isinstance(a, NDArray)]
                 rest = [a for a in args if not isinstance(a, NDArray)]
-            ins = arrs
         else:
             ins, rest = [], []
             for i, a in enumerate(args):

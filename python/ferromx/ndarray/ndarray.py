@@ -502,12 +502,11 @@ def _copyto(self, other):
             raise ValueError(f"copyto: shape mismatch {self.shape} vs {other.shape}")
         other._slice_assign([], self)
         return other
-    ctx = other if isinstance(other, Context) else Context(str(other).split("(")[0])
-    _ctx_str(ctx)
-    if ctx == self.context:
+    ctx = _ctx_str(other)  # validates (no GPU backend) and normalises, e.g. "cpu(1)"
+    if ctx == str(self.context):
         return invoke("_copy", [self])
     # cross-context copy: an engine op reading this array and writing a new one on `ctx`
-    return _native.copy_to_context(self, str(ctx))
+    return _native.copy_to_context(self, ctx)
 
 
 def _as_in_context(self, ctx):
