@@ -126,6 +126,26 @@ def test_unary_integer_inputs(dtype):
     check(nd.sqrt(nd.array(np.array([4, 9], dtype=dtype))), [2, 3], dtype="float32")
 
 
+def test_exp_float32_whole_range_and_specials():
+    # The vectorised float32 exp has no scalar fix-up pass: overflow, the
+    # subnormal range, underflow and NaN must all come out of the main loop.
+    rng = np.random.default_rng(11)
+    specials = np.array([np.inf, -np.inf, np.nan, 0.0, -0.0, 88.72, 88.73, 89.0, 1e30, -87.0, -87.5,
+                         -95.0, -100.0, -103.0, -103.3, -104.0, -110.0, -1e30, 1e-8, -1e-8], dtype=np.float32)
+    x = np.concatenate([specials, rng.uniform(-110, 95, 300_000).astype(np.float32)])
+    got = nd.exp(nd.array(x)).asnumpy()
+    with np.errstate(over="ignore"):
+        want = np.exp(x.astype(np.float64)).astype(np.float32)
+    assert np.array_equal(np.isnan(got), np.isnan(want))
+    finite = ~np.isnan(want)
+    np.testing.assert_array_max_ulp(got[finite], want[finite], maxulp=1)
+    assert got[0] == np.inf and got[1] == 0.0 and got[7] == np.inf
+    assert 0 < got[12] < np.finfo(np.float32).tiny  # exp(-100) is subnormal, not flushed
+    # sigmoid reuses the same core: exact at both tails
+    s = nd.sigmoid(nd.array(specials[:2])).asnumpy()
+    assert s[0] == 1.0 and s[1] == 0.0
+
+
 def test_unary_out_argument_and_operators():
     x = rand((2, 3), seed=3)
     out = nd.zeros((2, 3))
