@@ -1,10 +1,29 @@
 """Device contexts (MXNet's ``mxnet.context``)."""
 
+import operator
 import threading
 
 from .base import MXNetError
 
 __all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus"]
+
+
+_MAX_DEVICE_ID = 2**31 - 1  # MXNet's dev_id is a C int
+
+
+def _device_id(device_type, device_id):
+    """``device_id`` as an int in [0, 2**31); raises naming the context otherwise."""
+    if isinstance(device_id, bool):
+        raise TypeError(f"{device_type}: device id must be an int, got {device_id!r}")
+    try:
+        dev = operator.index(device_id)
+    except TypeError:
+        if not (isinstance(device_id, float) and device_id.is_integer()):
+            raise TypeError(f"{device_type}: device id must be an int, got {device_id!r}") from None
+        dev = int(device_id)
+    if not 0 <= dev <= _MAX_DEVICE_ID:
+        raise ValueError(f"{device_type}: device id {dev} is out of range (0 to {_MAX_DEVICE_ID})")
+    return dev
 
 
 class Context:
@@ -24,7 +43,7 @@ class Context:
         if device_type not in self.devstr2type:
             raise ValueError(f"unknown device type {device_type!r}")
         self.device_type = device_type
-        self.device_id = int(device_id)
+        self.device_id = _device_id(device_type, device_id)
         self._old = None
 
     @property
@@ -95,5 +114,12 @@ def _ctx_str(ctx):
     if ctx is None:
         return current_context()._check()
     if isinstance(ctx, str):
-        ctx = Context(ctx.split("(")[0], int(ctx.split("(")[1].rstrip(")")) if "(" in ctx else 0)
+        kind, _, rest = ctx.partition("(")
+        try:
+            dev = int(rest[:-1]) if rest else 0
+        except ValueError:
+            raise ValueError(f"bad context string {ctx!r} (expected e.g. 'cpu(0)')") from None
+        if rest and not rest.endswith(")"):
+            raise ValueError(f"bad context string {ctx!r} (expected e.g. 'cpu(0)')")
+        ctx = Context(kind, dev)
     return ctx._check()

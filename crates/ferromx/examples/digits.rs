@@ -117,7 +117,7 @@ struct Param {
 impl Param {
     fn new(w: NDArray) -> ferromx::Result<Param> {
         w.attach_grad(GradReq::Write)?;
-        Ok(Param { m: ops::zeros_like(&w), v: ops::zeros_like(&w), w })
+        Ok(Param { m: ops::zeros_like(&w)?, v: ops::zeros_like(&w)?, w })
     }
     /// Xavier-uniform (out, in) weight.
     fn xavier(out: usize, inp: usize, ctx: Context) -> ferromx::Result<Param> {
@@ -125,7 +125,7 @@ impl Param {
         Param::new(random::uniform(-a, a, Shape::new(&[out, inp]), DType::F32, ctx)?)
     }
     fn zeros(n: usize, ctx: Context) -> ferromx::Result<Param> {
-        Param::new(ops::zeros([n].as_slice(), DType::F32, ctx))
+        Param::new(ops::zeros([n].as_slice(), DType::F32, ctx)?)
     }
 }
 
@@ -216,7 +216,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for epoch in 1..=epochs {
         let tic = Instant::now();
         let order = random::shuffle(&all_rows)?; // engine-side permutation, never read here
-        let mut loss_sum = ops::zeros(Shape::scalar(), DType::F32, ctx);
+        let mut loss_sum = ops::zeros(Shape::scalar(), DType::F32, ctx)?;
         let mut batches = 0usize;
         for b in (0..train.n).step_by(BATCH) {
             let idx = ops::slice_axis(&order, 0, b as i64, Some((b + BATCH).min(train.n) as i64))?;

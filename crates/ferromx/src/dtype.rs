@@ -137,7 +137,7 @@ pub trait Elem: Copy + Send + Sync + Default + PartialOrd + fmt::Debug + 'static
     const DTYPE: DType;
     /// Converts to f64.
     fn to_f64(self) -> f64;
-    /// Converts from f64 (saturating / rounding toward zero for ints, like a C cast).
+    /// Converts from f64 (for ints: truncating and wrapping, like a C cast on x86).
     fn from_f64(v: f64) -> Self;
     /// Converts to i64.
     fn to_i64(self) -> i64 {
@@ -160,16 +160,21 @@ pub trait Elem: Copy + Send + Sync + Default + PartialOrd + fmt::Debug + 'static
 }
 
 macro_rules! int_elem {
-    ($t:ty, $d:ident) => {
+    ($t:ty, $d:ident, $via:ty) => {
         impl Elem for $t {
             const DTYPE: DType = DType::$d;
             #[inline]
             fn to_f64(self) -> f64 {
                 self as f64
             }
+            /// A C cast as x86 performs it (MXNet's and NumPy's behaviour):
+            /// truncate toward zero; NaN and values outside the range of the
+            /// intermediate `int`/`int64` become its minimum; narrower types
+            /// keep the low bits (so -1.0 -> 255 for uint8, 300.0 -> 44).
             #[inline]
             fn from_f64(v: f64) -> Self {
-                v as $t
+                let w = if v >= <$via>::MIN as f64 && v < -(<$via>::MIN as f64) { v as $via } else { <$via>::MIN };
+                w as $t
             }
             #[inline]
             fn to_i64(self) -> i64 {
@@ -182,10 +187,10 @@ macro_rules! int_elem {
         }
     };
 }
-int_elem!(u8, U8);
-int_elem!(i8, I8);
-int_elem!(i32, I32);
-int_elem!(i64, I64);
+int_elem!(u8, U8, i32);
+int_elem!(i8, I8, i32);
+int_elem!(i32, I32, i32);
+int_elem!(i64, I64, i64);
 
 impl Elem for f32 {
     const DTYPE: DType = DType::F32;

@@ -60,6 +60,19 @@ pub enum Error {
         /// Second context.
         b: String,
     },
+    /// The memory for a result could not be allocated (or its size does not
+    /// fit in an address space). `op` is empty until [`Error::in_op`] names it.
+    #[error("{}cannot allocate an array of shape {shape} and dtype {dtype} ({bytes}): out of memory", op_prefix(.op))]
+    Alloc {
+        /// Operator name (may be empty).
+        op: String,
+        /// The requested shape.
+        shape: String,
+        /// The requested dtype.
+        dtype: String,
+        /// The requested size, formatted.
+        bytes: String,
+    },
     /// An error raised by an operation that ran on the engine.
     #[error("{0}")]
     Engine(EngineError),
@@ -83,13 +96,23 @@ impl Error {
     pub fn index(op: &str, msg: impl Into<String>) -> Self {
         Error::Index { op: op.into(), msg: msg.into() }
     }
+    /// Names the operator of an error raised below the operator layer
+    /// (allocation); other errors are returned unchanged.
+    pub fn in_op(self, name: &str) -> Self {
+        match self {
+            Error::Alloc { op, shape, dtype, bytes } if op.is_empty() => {
+                Error::Alloc { op: name.trim_start_matches('_').to_string(), shape, dtype, bytes }
+            }
+            e => e,
+        }
+    }
     /// The engine error kind this maps to (for frontends choosing exception types).
     pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Shape { .. } | Error::Value { .. } | Error::Axis { .. } => ErrorKind::Value,
             Error::Type { .. } => ErrorKind::Type,
             Error::Index { .. } => ErrorKind::Index,
-            Error::Context { .. } => ErrorKind::Runtime,
+            Error::Context { .. } | Error::Alloc { .. } => ErrorKind::Runtime,
             Error::Engine(e) => e.kind,
         }
     }
@@ -104,6 +127,30 @@ impl From<EngineError> for Error {
 impl From<Error> for OpFailure {
     fn from(e: Error) -> Self {
         OpFailure::new(e.kind(), e.to_string())
+    }
+}
+
+fn op_prefix(op: &str) -> String {
+    if op.is_empty() {
+        String::new()
+    } else {
+        format!("{op}: ")
+    }
+}
+
+/// `n` bytes in binary units, for messages.
+pub(crate) fn fmt_bytes(n: u128) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.2} {}", UNITS[u])
     }
 }
 

@@ -36,14 +36,28 @@ impl NDArray {
     }
 
     /// A new array whose contents are unspecified (the engine writes them).
-    pub fn empty(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Self {
+    /// Fails with [`Error::Alloc`] when the memory cannot be had, or the size
+    /// does not fit in the address space, instead of aborting the process.
+    pub fn empty(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<Self> {
         let shape = shape.into();
-        let chunk = Chunk::new(shape.size() * dtype.size(), ctx);
-        Self::from_parts(chunk, shape, 0, dtype)
+        let bytes = shape.dims().iter().try_fold(dtype.size(), |acc, &d| acc.checked_mul(d));
+        let chunk = bytes.and_then(|b| Chunk::new(b, ctx));
+        match chunk {
+            Some(chunk) => Ok(Self::from_parts(chunk, shape, 0, dtype)),
+            None => {
+                let want = shape.dims().iter().fold(dtype.size() as u128, |acc, &d| acc.saturating_mul(d as u128));
+                Err(Error::Alloc {
+                    op: String::new(),
+                    shape: shape.to_string(),
+                    dtype: dtype.to_string(),
+                    bytes: crate::error::fmt_bytes(want),
+                })
+            }
+        }
     }
 
     /// An array with the same shape, dtype and context as `self`, contents unspecified.
-    pub fn empty_like(&self) -> Self {
+    pub fn empty_like(&self) -> Result<Self> {
         Self::empty(self.shape().clone(), self.dtype(), self.ctx())
     }
 
@@ -54,7 +68,15 @@ impl NDArray {
         if bytes.len() != shape.size() * dtype.size() {
             return Err(Error::value("array", format!("{} bytes do not fill shape {shape} of {dtype}", bytes.len())));
         }
-        Ok(Self::from_parts(Chunk::from_bytes(bytes, ctx), shape, 0, dtype))
+        match Chunk::from_bytes(bytes, ctx) {
+            Some(c) => Ok(Self::from_parts(c, shape, 0, dtype)),
+            None => Err(Error::Alloc {
+                op: "array".into(),
+                shape: shape.to_string(),
+                dtype: dtype.to_string(),
+                bytes: crate::error::fmt_bytes(bytes.len() as u128),
+            }),
+        }
     }
 
     /// An array holding `data` with the given shape.

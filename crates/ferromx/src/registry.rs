@@ -28,6 +28,27 @@ pub enum Attr {
     Ints(Vec<i64>),
 }
 
+impl std::fmt::Display for Attr {
+    /// Python's spelling, for error messages.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Attr::None => write!(f, "None"),
+            Attr::Bool(b) => write!(f, "{}", if *b { "True" } else { "False" }),
+            Attr::Int(v) => write!(f, "{v}"),
+            Attr::Float(v) => write!(f, "{v:?}"),
+            Attr::Str(s) => write!(f, "'{s}'"),
+            Attr::Ints(v) => {
+                let s: Vec<String> = v.iter().map(|x| x.to_string()).collect();
+                if v.len() == 1 {
+                    write!(f, "({},)", s[0])
+                } else {
+                    write!(f, "({})", s.join(", "))
+                }
+            }
+        }
+    }
+}
+
 /// Named attributes of one call.
 #[derive(Clone, Debug, Default)]
 pub struct Attrs(pub Vec<(String, Attr)>);
@@ -37,7 +58,7 @@ impl Attrs {
         self.0.iter().find(|(n, _)| n == k).map(|(_, v)| v).filter(|v| **v != Attr::None)
     }
     fn err(op: &str, k: &str, what: &str, v: &Attr) -> Error {
-        Error::Type { op: op.into(), msg: format!("attribute '{k}' must be {what}, got {v:?}") }
+        Error::Type { op: op.into(), msg: format!("attribute '{k}' must be {what}, got {v}") }
     }
     /// Float attribute.
     pub fn f64(&self, op: &str, k: &str, d: f64) -> Result<f64> {
@@ -188,14 +209,14 @@ op_table! {
     "argmin": ["data"] ["axis", "keepdims"];
     "dot": ["lhs", "rhs"] ["transpose_a", "transpose_b"];
     "batch_dot": ["lhs", "rhs"] ["transpose_a", "transpose_b"];
-    "linalg_gemm2": ["A", "B"] ["transpose_a", "transpose_b", "alpha"];
+    "linalg_gemm2": ["A", "B"] ["transpose_a", "transpose_b", "alpha", "axis"];
     "reshape": ["data"] ["shape", "reverse"];
-    "reshape_like": ["lhs", "rhs"] [];
+    "reshape_like": ["lhs", "rhs"] ["lhs_begin", "lhs_end", "rhs_begin", "rhs_end"];
     "flatten": ["data"] [];
     "expand_dims": ["data"] ["axis"];
     "squeeze": ["data"] ["axis"];
     "broadcast_to": ["data"] ["shape"];
-    "broadcast_like": ["lhs", "rhs"] [];
+    "broadcast_like": ["lhs", "rhs"] ["lhs_axes", "rhs_axes"];
     "transpose": ["data"] ["axes"];
     "swapaxes": ["data"] ["dim1", "dim2"];
     "concat": ["*data"] ["dim"];
@@ -298,18 +319,22 @@ fn req<'a>(op: &str, inputs: &'a [Option<NDArray>], i: usize) -> Result<&'a NDAr
 
 /// Runs operator `name` on `inputs` with `attrs`.
 pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<NDArray>> {
+    invoke_op(name, inputs, a).map_err(|e| e.in_op(name))
+}
+
+fn invoke_op(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<NDArray>> {
     let x = |i: usize| req(name, inputs, i);
     let one = |r: Result<NDArray>| r.map(|v| vec![v]);
     let n = name;
     match name {
-        "_zeros" => Ok(vec![ops::zeros(a.shape(n, "shape")?, a.dtype(n, "dtype", DType::F32)?, a.ctx(n, "ctx")?)]),
-        "_ones" => Ok(vec![ops::ones(a.shape(n, "shape")?, a.dtype(n, "dtype", DType::F32)?, a.ctx(n, "ctx")?)]),
+        "_zeros" => Ok(vec![ops::zeros(a.shape(n, "shape")?, a.dtype(n, "dtype", DType::F32)?, a.ctx(n, "ctx")?)?]),
+        "_ones" => Ok(vec![ops::ones(a.shape(n, "shape")?, a.dtype(n, "dtype", DType::F32)?, a.ctx(n, "ctx")?)?]),
         "_full" => Ok(vec![ops::full(
             a.shape(n, "shape")?,
             a.f64(n, "value", 0.0)?,
             a.dtype(n, "dtype", DType::F32)?,
             a.ctx(n, "ctx")?,
-        )]),
+        )?]),
         "_arange" => one(ops::arange(
             a.f64(n, "start", 0.0)?,
             a.opt_f64(n, "stop")?,
@@ -332,10 +357,10 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
             a.i64(n, "k", 0)?,
             a.dtype(n, "dtype", DType::F32)?,
             a.ctx(n, "ctx")?,
-        )]),
-        "zeros_like" => Ok(vec![ops::zeros_like(x(0)?)]),
-        "ones_like" => Ok(vec![ops::ones_like(x(0)?)]),
-        "full_like" => Ok(vec![ops::full_like(x(0)?, a.f64(n, "fill_value", 0.0)?)]),
+        )?]),
+        "zeros_like" => Ok(vec![ops::zeros_like(x(0)?)?]),
+        "ones_like" => Ok(vec![ops::ones_like(x(0)?)?]),
+        "full_like" => Ok(vec![ops::full_like(x(0)?, a.f64(n, "fill_value", 0.0)?)?]),
         "cast" => one(ops::astype(x(0)?, a.dtype(n, "dtype", DType::F32)?)),
         "_copy" => one(ops::copy(x(0)?)),
         "_scalar" => {
@@ -364,29 +389,93 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<N
             one(ops::norm(x(0)?, a.i64(n, "ord", 2)? as u32, axes.as_deref(), a.bool(n, "keepdims", false)?))
         }
         "argmax" | "argmin" => {
-            one(ops::argmax(x(0)?, a.opt_i64(n, "axis")?, a.bool(n, "keepdims", false)?, name == "argmin", DType::F32))
+            // MXNet returns the indices in the input's dtype (float32 for bool).
+            let x0 = x(0)?;
+            let odt = if x0.dtype() == DType::Bool { DType::F32 } else { x0.dtype() };
+            one(ops::argmax(x0, a.opt_i64(n, "axis")?, a.bool(n, "keepdims", false)?, name == "argmin", odt))
         }
         "dot" => one(ops::dot(x(0)?, x(1)?, a.bool(n, "transpose_a", false)?, a.bool(n, "transpose_b", false)?)),
         "batch_dot" => {
             one(ops::batch_dot(x(0)?, x(1)?, a.bool(n, "transpose_a", false)?, a.bool(n, "transpose_b", false)?))
         }
-        "linalg_gemm2" => one(ops::gemm2(
+        "linalg_gemm2" => one(ops::gemm2_axis(
             x(0)?,
             x(1)?,
             a.bool(n, "transpose_a", false)?,
             a.bool(n, "transpose_b", false)?,
             a.f64(n, "alpha", 1.0)?,
+            a.i64(n, "axis", -2)?,
         )),
         "reshape" => {
             let s = a.ints(n, "shape")?.unwrap_or_default();
             one(ops::reshape(x(0)?, &s, a.bool(n, "reverse", false)?))
         }
-        "reshape_like" => one(ops::reshape_to(x(0)?, x(1)?.shape().clone())),
+        "reshape_like" => {
+            let (l, r) = (x(0)?, x(1)?);
+            let span = |nd: usize, b: &str, e: &str| -> Result<(usize, usize)> {
+                let fix = |v: Option<i64>, d: usize| -> Result<usize> {
+                    match v {
+                        None => Ok(d),
+                        Some(v) => {
+                            let u = if v < 0 { v + nd as i64 } else { v };
+                            if u < 0 || u > nd as i64 {
+                                return Err(Error::value(
+                                    n,
+                                    format!("{b}/{e} value {v} is out of range for rank {nd}"),
+                                ));
+                            }
+                            Ok(u as usize)
+                        }
+                    }
+                };
+                let (bb, ee) = (fix(a.opt_i64(n, b)?, 0)?, fix(a.opt_i64(n, e)?, nd)?);
+                if bb > ee {
+                    return Err(Error::value(n, format!("{b} ({bb}) is after {e} ({ee})")));
+                }
+                Ok((bb, ee))
+            };
+            let (lb, le) = span(l.ndim(), "lhs_begin", "lhs_end")?;
+            let (rb, re) = span(r.ndim(), "rhs_begin", "rhs_end")?;
+            let mut d = l.dims()[..lb].to_vec();
+            d.extend_from_slice(&r.dims()[rb..re]);
+            d.extend_from_slice(&l.dims()[le..]);
+            let target = Shape::new(&d);
+            if target.size() != l.size() {
+                return Err(Error::shape(
+                    n,
+                    &[l.shape(), r.shape()],
+                    format!("cannot reshape to {target}: sizes differ"),
+                ));
+            }
+            one(ops::reshape_to(l, target))
+        }
         "flatten" => one(ops::flatten(x(0)?)),
         "expand_dims" => one(ops::expand_dims(x(0)?, a.i64(n, "axis", 0)?)),
         "squeeze" => one(ops::squeeze(x(0)?, a.ints(n, "axis")?.as_deref())),
         "broadcast_to" => one(ops::broadcast_to_mx(x(0)?, a.shape(n, "shape")?)),
-        "broadcast_like" => one(ops::broadcast_to(x(0)?, x(1)?.shape().clone())),
+        "broadcast_like" => {
+            let (l, r) = (x(0)?, x(1)?);
+            match (a.ints(n, "lhs_axes")?, a.ints(n, "rhs_axes")?) {
+                (None, None) => one(ops::broadcast_to(l, r.shape().clone())
+                    .map_err(|_| Error::shape(n, &[l.shape(), r.shape()], "operands could not be broadcast together"))),
+                (Some(la), Some(ra)) if la.len() == ra.len() => {
+                    let mut d = l.dims().to_vec();
+                    for (&i, &j) in la.iter().zip(&ra) {
+                        let i = l.shape().axis(n, i)?;
+                        let j = r.shape().axis(n, j)?;
+                        d[i] = r.dims()[j];
+                    }
+                    one(ops::broadcast_to(l, Shape::new(&d)).map_err(|_| {
+                        Error::shape(
+                            n,
+                            &[l.shape(), r.shape()],
+                            format!("cannot broadcast lhs axes {la:?} to rhs axes {ra:?}"),
+                        )
+                    }))
+                }
+                _ => Err(Error::value(n, "lhs_axes and rhs_axes must both be given, with the same length")),
+            }
+        }
         "transpose" => one(ops::transpose(x(0)?, a.ints(n, "axes")?.as_deref())),
         "swapaxes" => one(ops::swapaxes(x(0)?, a.i64(n, "dim1", 0)?, a.i64(n, "dim2", 0)?)),
         "concat" | "stack" => {

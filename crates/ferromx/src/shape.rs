@@ -25,9 +25,14 @@ impl Shape {
     pub fn ndim(&self) -> usize {
         self.0.len()
     }
-    /// Number of elements.
+    /// Number of elements. Saturates at `usize::MAX` for shapes too large
+    /// to exist, so such a shape never matches a real array's size and is
+    /// refused when memory is allocated for it.
     pub fn size(&self) -> usize {
-        self.0.iter().product()
+        if self.0.contains(&0) {
+            return 0;
+        }
+        self.0.iter().fold(1usize, |acc, &d| acc.saturating_mul(d))
     }
     /// Row-major strides in elements.
     pub fn strides(&self) -> SmallVec<[usize; 6]> {

@@ -184,15 +184,15 @@ fn slice_follows_mxnet() {
 #[test]
 fn slice_like_and_broadcast_axis() {
     let x = iota(&[3, 4]);
-    let like = ops::zeros([2, 3], DType::F32, Default::default());
+    let like = ops::zeros([2, 3], DType::F32, Default::default()).expect("zeros");
     let s = ops::slice_like(&x, &like, &[]).unwrap();
     assert_eq!(vals(&s), [0., 1., 2., 4., 5., 6.]);
     let s = ops::slice_like(&x, &like, &[1]).unwrap();
     assert_eq!(s.dims(), [3, 3]);
     assert_eq!(vals(&s), [0., 1., 2., 4., 5., 6., 8., 9., 10.]);
-    let big = ops::zeros([4, 4], DType::F32, Default::default());
+    let big = ops::zeros([4, 4], DType::F32, Default::default()).expect("zeros");
     assert!(ops::slice_like(&x, &big, &[]).is_err());
-    assert!(ops::slice_like(&x, &ops::zeros([2], DType::F32, Default::default()), &[]).is_err());
+    assert!(ops::slice_like(&x, &ops::zeros([2], DType::F32, Default::default()).expect("zeros"), &[]).is_err());
     let like2 = arr64(&[0.; 6], &[2, 3]);
     check_grad(&[data(12, &[3, 4])], |a| ops::slice_like(&a[0], &like2, &[0]), 1e-6);
 
@@ -259,7 +259,7 @@ fn registry_entries() {
     let s = one("slice", &[&x], &[("begin", ints(&[1])), ("end", ints(&[2])), ("step", Attr::None)]);
     assert_eq!(vals(&s), [4., 5., 6., 7.]);
     assert!(invoke("slice", &[Some(x.clone())], &attrs(&[("begin", ints(&[1]))])).is_err());
-    let like = ops::zeros([1, 2], DType::F32, Default::default());
+    let like = ops::zeros([1, 2], DType::F32, Default::default()).expect("zeros");
     assert_eq!(vals(&one("slice_like", &[&x, &like], &[])), [0., 1.]);
     assert_eq!(vals(&one("slice_like", &[&x, &like], &[("axes", ints(&[1]))])), [0., 1., 4., 5., 8., 9.]);
     let y = arr(&[1., 2.], &[2, 1]);

@@ -450,7 +450,7 @@ class Constant(Parameter):
 
     def __init__(self, name, value):
         if not isinstance(value, NDArray):
-            value = nd.array(np.asarray(value))
+            value = nd.array(np.atleast_1d(np.asarray(value)))  # a scalar gives shape (1,)
         self.value = value
         const = value
 

@@ -6,12 +6,16 @@ hand-written helpers where MXNet's Python layer does more than call one
 operator (scalar handling, ``out=``, creation routines).
 """
 
+import math
+import operator
+
 import numpy as np
 
 from .. import _native
 from ..context import Context, _ctx_str, current_context
 from . import ndarray as _nd_mod
 from .ndarray import NDArray, array, empty, invoke, _dtype_name, AsyncCopy
+from .ndarray import _number_arg, _shape_arg
 
 _OPS = {name: (inputs, attrs) for name, inputs, attrs in _native.op_table()}
 
@@ -140,6 +144,33 @@ for _r in _REDUCE:
     _g[_r] = _reduce_fn(_r)
 
 
+# What MXNet's ``nd.<op>`` returns when both arguments are scalars: a Python scalar
+# (``nd.add(2, 3) == 5``, ``nd.lesser(2, 3) == 1``). MXNet lacks ``nd.hypot``.
+_SCALAR_FNS = {
+    "add": operator.add,
+    "subtract": operator.sub,
+    "multiply": operator.mul,
+    "divide": operator.truediv,
+    "modulo": operator.mod,
+    "power": operator.pow,
+    "maximum": lambda x, y: x if x > y else y,  # noqa: FURB136 - `max` is nd.max here
+    "minimum": lambda x, y: x if x < y else y,  # noqa: FURB136 - `min` is nd.min here
+    "hypot": math.hypot,
+    "equal": lambda x, y: 1 if x == y else 0,
+    "not_equal": lambda x, y: 1 if x != y else 0,
+    "greater": lambda x, y: 1 if x > y else 0,
+    "greater_equal": lambda x, y: 1 if x >= y else 0,
+    "lesser": lambda x, y: 1 if x < y else 0,
+    "lesser_equal": lambda x, y: 1 if x <= y else 0,
+    "logical_and": lambda x, y: 1 if x and y else 0,
+    "logical_or": lambda x, y: 1 if x or y else 0,
+    "logical_xor": lambda x, y: 1 if bool(x) ^ bool(y) else 0,
+}
+# NumPy's names, for a scalar combined with a NumPy array or list
+_NP_NAMES = {"modulo": "mod", "lesser": "less", "lesser_equal": "less_equal"}
+_SCALAR_TYPES = (int, float, np.generic)
+
+
 def _binary_fn(public, op):
     def fn(lhs, rhs, out=None, name=None):  # noqa: ARG001
         if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
@@ -148,7 +179,9 @@ def _binary_fn(public, op):
             return _finish(invoke("_scalar", [lhs], op=op, scalar=float(rhs), reverse=False), out)
         if isinstance(rhs, NDArray):
             return _finish(invoke("_scalar", [rhs], op=op, scalar=float(lhs), reverse=True), out)
-        return array(getattr(np, public if public != "modulo" else "mod")(lhs, rhs))
+        if isinstance(lhs, _SCALAR_TYPES) and isinstance(rhs, _SCALAR_TYPES):
+            return _SCALAR_FNS[public](lhs, rhs)
+        return array(getattr(np, _NP_NAMES.get(public, public))(lhs, rhs))
 
     fn.__name__ = public
     fn.__doc__ = f"Broadcasting ``{public}``; either side may be a scalar."
@@ -172,39 +205,38 @@ softrelu = _unary_fn("softrelu")
 # ----------------------------------------------------------------------------- creation
 
 
-def _shape(shape):
-    if isinstance(shape, int):
-        return (shape,)
-    return tuple(shape)
-
-
 def zeros(shape, ctx=None, dtype=None, **kwargs):
     """Zeros of ``shape``."""
-    return invoke("_zeros", [], shape=_shape(shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
+    return invoke("_zeros", [], shape=_shape_arg("zeros", shape), ctx=_ctx_str(ctx),
+                  dtype=_dtype_name(dtype))
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
     """Ones of ``shape``."""
-    return invoke("_ones", [], shape=_shape(shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
+    return invoke("_ones", [], shape=_shape_arg("ones", shape), ctx=_ctx_str(ctx),
+                  dtype=_dtype_name(dtype))
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):
     """``val`` everywhere."""
-    res = invoke("_full", [], shape=_shape(shape), value=float(val), ctx=_ctx_str(ctx),
+    value = _number_arg("full", "val", val)
+    res = invoke("_full", [], shape=_shape_arg("full", shape), value=value, ctx=_ctx_str(ctx),
                  dtype=_dtype_name(dtype))
     return _finish(res, out)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, ctx=None, dtype=None):
     """MXNet ``arange`` (values repeated ``repeat`` times)."""
-    return invoke("_arange", [], start=float(start), stop=None if stop is None else float(stop),
-                  step=float(step), repeat=int(repeat), ctx=_ctx_str(ctx),
-                  dtype=_dtype_name(dtype))
+    return invoke("_arange", [], start=_number_arg("arange", "start", start),
+                  stop=None if stop is None else _number_arg("arange", "stop", stop),
+                  step=_number_arg("arange", "step", step), repeat=int(repeat),
+                  ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
 
 
 def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
     """``num`` evenly spaced values."""
-    return invoke("_linspace", [], start=float(start), stop=float(stop), num=int(num),
+    return invoke("_linspace", [], start=_number_arg("linspace", "start", start),
+                  stop=_number_arg("linspace", "stop", stop), num=int(num),
                   endpoint=bool(endpoint), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
 
 
@@ -319,14 +351,11 @@ def waitall():
 
 def load(fname):
     """Loads arrays saved by :func:`save` (a dict or list)."""
-    def nd_of(a):  # keeps 0-d arrays 0-d (``array`` turns NumPy scalars into shape (1,))
-        return array(a) if a.ndim else array(a.reshape(1)).reshape(())
-
     with np.load(fname, allow_pickle=False) as f:
         keys = list(f.keys())
         if keys and all(k.startswith("__list__") for k in keys):
-            return [nd_of(f[k]) for k in sorted(keys, key=lambda k: int(k[8:]))]
-        return {k: nd_of(f[k]) for k in keys}
+            return [array(f[k]) for k in sorted(keys, key=lambda k: int(k[8:]))]
+        return {k: array(f[k]) for k in keys}
 
 
 def save(fname, data):

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from .. import _native
-from ..base import MXNetError
+from ..base import MXNetError, MXNetTypeError
 from ..context import Context, _ctx_str, current_context
 from .._sync import check as _check_sync
 
@@ -42,6 +42,27 @@ def _dtype_name(dtype):
             return dtype
         return np.dtype(dtype).name
     return np.dtype(dtype).name
+
+
+def _shape_arg(op, shape):
+    """Checks a creation routine's ``shape`` (an int or a sequence of ints) and returns it
+    as a tuple; otherwise raises a TypeError naming ``op``."""
+    def is_int(d):
+        return isinstance(d, (numbers.Integral, np.integer)) and not isinstance(d, (bool, np.bool_))
+
+    if is_int(shape):
+        return (int(shape),)
+    if isinstance(shape, (tuple, list)) and all(is_int(d) for d in shape):
+        return tuple(int(d) for d in shape)
+    raise MXNetTypeError(f"{op}: shape must be an int or a tuple of ints, got {shape!r}")
+
+
+def _number_arg(op, name, value):
+    """``value`` as a float, or a TypeError naming ``op`` and the argument."""
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise MXNetTypeError(f"{op}: {name} must be a number, got {value!r}") from None
 
 
 def _np_dtype(name):
@@ -222,13 +243,53 @@ def _array(self, dtype=None, copy=None):
     return a
 
 
+_NUMPY2 = int(np.__version__.split(".")[0]) >= 2
+
+
+def _f32_exp_formatter(a, opts):
+    """NumPy 1.23 (MXNet 1.9.1's) float formatter where NumPy 2 would choose differently.
+
+    NumPy 1.23 tests the smallest nonzero magnitude against ``0.0001`` in float64;
+    NumPy 2 compares in the array's dtype, so float32 ``1e-4`` (slightly below
+    ``0.0001``) prints ``0.0001`` instead of ``1.e-04``. That value is the only case
+    left once ``legacy='1.25'`` restores the ``1e8`` cutoff: returns a formatter
+    forcing scientific notation for it, else None.
+    """
+    if a.dtype != np.float32 or a.size == 0 or opts["suppress"] or opts["formatter"]:
+        return None
+    from numpy._core import arrayprint as _ap
+    data = _ap._leading_trailing(a, opts["edgeitems"]) if a.size > opts["threshold"] else a
+    finite = data[np.isfinite(data)]
+    mags = np.abs(finite[finite != 0])
+    if mags.size == 0 or mags.min() != np.float32(0.0001):
+        return None
+
+    class _Exp(_ap.FloatingFormat):
+        def fillFormat(self, data):
+            self.exp_format = True
+            super().fillFormat(data)
+
+    return _Exp(data, opts["precision"], opts["floatmode"], False, opts["sign"], legacy=125)
+
+
+def _np_str(a):
+    """``str(a)`` as NumPy 1.23, which MXNet 1.9.1 prints with, formats it (NumPy 2 picks
+    scientific notation differently: ``1e6`` in float32 prints ``1.e+06``, not ``1000000.``).
+    Other print options (precision, threshold, a legacy mode set by the user) apply."""
+    opts = np.get_printoptions()
+    if opts["legacy"] is not False or not _NUMPY2:  # NumPy 1.x prints like 1.23
+        return str(a)
+    with np.printoptions(legacy="1.25"):
+        fmt = _f32_exp_formatter(a, opts) if a.ndim else None
+        if fmt is None:
+            return str(a)
+        return np.array2string(a, separator=" ", formatter={"float_kind": fmt})
+
+
 def _fmt(self):
     a = _to_numpy(self, "print")
-    shape = "x".join(str(d) for d in self.shape) if self.ndim else "1"
-    body = np.array2string(a, separator=" ") if a.ndim else str(a)
-    if a.ndim == 0:
-        body = f"{a}"
-    return f"\n{body}\n<NDArray {shape} @{self.context}>"
+    shape = "x".join(str(d) for d in self.shape)  # empty for 0-d arrays, as in MXNet
+    return f"\n{_np_str(a)}\n<NDArray {shape} @{self.context}>"
 
 
 def _iter(self):
@@ -245,6 +306,8 @@ def _norm_index(self, key):
     """Turns a basic index into (spec, final_shape) or None for advanced indexing."""
     if not isinstance(key, tuple):
         key = (key,)
+    if not self.shape and key == (slice(None),):
+        key = ()  # MXNet accepts `x[:]` on a 0-d array as the whole array, like `x[()]`
     # a 0-d integer NumPy array indexes like an int (as in NumPy)
     key = tuple(int(k) if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu"
                 else k for k in key)
@@ -376,14 +439,26 @@ def _setitem(self, key, value):
         self._slice_assign([], array(cur, ctx=self.context, dtype=self._dtype_name))
         return
     if isinstance(value, NDArray):
-        # A value shaped like the indexing result gets size-1 dims where
-        # integers removed axes, so it lines up with the written region.
+        # The value broadcasts against the indexing result (NumPy's rule); it
+        # then gets size-1 dims where integers removed axes, so it lines up
+        # with the written region.
         region = list(self.shape)
         for ax, b, e, s in spec:
             region[ax] = len(range(b, e, s))
-        final = tuple(d for d in _final)
-        if value.shape == final and len(final) != len(region):
-            value = value.reshape(tuple(region))
+        final = tuple(_final)
+        if value.shape != tuple(region):
+            if value.shape != final and value.size == int(np.prod(final)) and value.ndim > len(final):
+                value = value._reshape(list(final))  # e.g. a 1-element array into one element
+            if value.shape != final:
+                try:
+                    value = value.broadcast_to(final)
+                except (MXNetError, ValueError) as err:
+                    raise ValueError(
+                        f"__setitem__: could not broadcast value of shape {value.shape} "
+                        f"into indexing result of shape {final}"
+                    ) from err
+            if final != tuple(region):
+                value = value._reshape(region)
     self._slice_assign(spec, value)
 
 
@@ -440,32 +515,58 @@ NDArray.__pos__ = lambda self: self
 # ----------------------------------------------------------------------------- construction
 
 
+# NumPy dtypes ferromx lacks, mapped to the smallest supported dtype that holds every value
+_NP_WIDEN = {"int16": "int32", "uint16": "int32", "uint32": "int64", "uint64": "int64"}
+
+
+def _default_dtype(source_array):
+    """The dtype ``array`` gives ``source_array`` when none is asked for."""
+    if not isinstance(source_array, np.ndarray):
+        return "float32"
+    dt = source_array.dtype
+    if dt.name in _NP_DTYPES:
+        return dt.name
+    if dt.name in _NP_WIDEN:
+        return _NP_WIDEN[dt.name]
+    if dt.kind == "f":  # long double
+        return "float64"
+    return "float32"  # MXNet's default for everything else
+
+
+def _to_np(source_array, np_dtype):
+    """``source_array`` as a C-ordered NumPy array of ``np_dtype`` (0-d stays 0-d). Out of
+    range integers wrap, as MXNet's C cast (and NumPy 1.x) do; NumPy 2 raises for them."""
+    try:
+        return np.asarray(source_array, dtype=np_dtype, order="C")
+    except OverflowError:
+        pass
+    a = np.asarray(source_array)
+    with np.errstate(all="ignore"):
+        if a.dtype.kind == "f" and np.dtype(np_dtype).kind in "iu":
+            a = a.astype(np.int64)  # truncate, then wrap: 300.5 -> 44 in uint8, as in MXNet
+        return np.asarray(a.astype(np_dtype), order="C")
+
+
 def array(source_array, ctx=None, dtype=None):
     """Creates an NDArray by copying ``source_array`` (a NumPy array, list, scalar or NDArray).
 
-    Like MXNet, the default dtype is float32 for lists and scalars, and the
-    source's dtype for NumPy arrays and NDArrays. Later writes to the source do
-    not show in the result.
+    Like MXNet, the default dtype is float32 for lists and scalars; NumPy arrays
+    keep their dtype (int16 and uint16 become int32, uint32 and uint64 int64).
+    Scalars and 0-d arrays give 0-d NDArrays, as in MXNet. Out-of-range values
+    wrap when cast to an integer dtype. Later writes to the source do not show
+    in the result.
     """
     if isinstance(source_array, NDArray):
         res = source_array.copyto(ctx or source_array.context)
         return res.astype(dtype) if dtype is not None else res
-    if dtype is None:
-        if isinstance(source_array, np.ndarray):
-            name = source_array.dtype.name
-            if name not in _NP_DTYPES:
-                name = "float32" if source_array.dtype.kind == "f" else "int64"
-        else:
-            name = "float32"
-    else:
-        name = _dtype_name(dtype)
+    name = _default_dtype(source_array) if dtype is None else _dtype_name(dtype)
     np_name = "float32" if name == "bfloat16" else name
     if np_name not in _NP_DTYPES:
         raise TypeError(f"array: unsupported dtype {name!r} (supported: bfloat16, "
                         f"{', '.join(_NP_DTYPES)})")
     try:
-        a = np.ascontiguousarray(np.asarray(source_array, dtype=_NP_DTYPES[np_name]))
-    except (ValueError, TypeError) as e:
+        a = _to_np(source_array, _NP_DTYPES[np_name])
+    except (ValueError, TypeError, OverflowError) as e:
         raise TypeError(f"array: cannot convert {type(source_array).__name__} to an NDArray: {e}") from e
     res = _native.array_from_buffer(a.reshape(-1).view(np.uint8), list(a.shape), np_name, _ctx_str(ctx))
     if name == "bfloat16":
@@ -482,9 +583,8 @@ def _rebuild(data, shape, dtype):
 
 def empty(shape, ctx=None, dtype=None):
     """An uninitialised array (ferromx fills it with zeros)."""
-    if isinstance(shape, int):
-        shape = (shape,)
-    return invoke("_zeros", [], shape=tuple(shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
+    return invoke("_zeros", [], shape=_shape_arg("empty", shape), ctx=_ctx_str(ctx),
+                  dtype=_dtype_name(dtype))
 
 
 # ----------------------------------------------------------------------------- fluent methods

@@ -3,24 +3,23 @@ random ops never serialise unrelated work; ``ferromx.random.seed`` makes them
 reproducible."""
 
 from ..context import _ctx_str
-from .ndarray import NDArray, _dtype_name, invoke
+from .ndarray import NDArray, _dtype_name, _shape_arg, invoke
 
 __all__ = ["uniform", "normal", "randn", "randint", "exponential", "gamma", "poisson",
            "multinomial", "shuffle"]
 
 
-def _shape(shape):
+def _shape(shape, op="random"):
     if shape is None:
         return (1,)
-    if isinstance(shape, int):
-        return (shape,)
-    return tuple(shape)
+    return _shape_arg(op, shape)
 
 
 def _sample(op, shape, ctx, dtype, out, **kw):
     if out is not None:
         shape, ctx = out.shape, out.context
-    res = invoke(op, [], shape=_shape(shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype)
+    shape = _shape(shape, op.replace("_random_", "random."))
+    res = invoke(op, [], shape=shape, ctx=_ctx_str(ctx), dtype=_dtype_name(dtype)
                  if dtype is not None or op != "_random_randint" else "int32", **kw)
     if out is not None:
         out._slice_assign([], res)
@@ -67,8 +66,8 @@ def multinomial(data, shape=None, get_prob=False, dtype="int32", **kwargs):
     """Category indices drawn from probabilities ``data`` (last axis)."""
     if get_prob:
         raise ValueError("multinomial: get_prob=True is not supported")
-    return invoke("_sample_multinomial", [data], shape=_shape(shape) if shape else (),
-                  dtype=_dtype_name(dtype))
+    shape = _shape(shape, "random.multinomial") if shape else ()
+    return invoke("_sample_multinomial", [data], shape=shape, dtype=_dtype_name(dtype))
 
 
 def shuffle(data, **kwargs):

@@ -115,7 +115,7 @@ pub fn record(name: &'static str, inputs: &[&NDArray], outputs: &[&NDArray], bac
 impl NDArray {
     /// Attaches a gradient buffer (zeros) and marks this array as a variable.
     pub fn attach_grad(&self, req: GradReq) -> Result<()> {
-        let grad = if req == GradReq::Null { None } else { Some(ops::zeros_like(self)) };
+        let grad = if req == GradReq::Null { None } else { Some(ops::zeros_like(self)?) };
         self.mark_variable(grad, req);
         Ok(())
     }
@@ -238,7 +238,7 @@ pub fn backward(
                     }
                     g.clone()
                 }
-                None => ops::ones_like(h),
+                None => ops::ones_like(h)?,
             };
             acc(&mut grads, (node_key(&e.node), e.index), g)?;
         }
@@ -264,13 +264,14 @@ pub fn backward(
             let outs: Vec<NDArray> = outs
                 .into_iter()
                 .enumerate()
-                .map(|(i, o)| {
-                    o.unwrap_or_else(|| {
+                .map(|(i, o)| match o {
+                    Some(o) => Ok(o),
+                    None => {
                         let (s, d, c) = &n.outputs[i];
                         ops::zeros(s.clone(), *d, *c)
-                    })
+                    }
                 })
-                .collect();
+                .collect::<Result<_>>()?;
             let bw = n.backward.lock().clone().ok_or_else(|| {
                 Error::value(
                     "backward",

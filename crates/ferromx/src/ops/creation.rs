@@ -6,30 +6,30 @@ use crate::ndarray::NDArray;
 use crate::ops::fill_new;
 use crate::shape::Shape;
 use crate::storage::push_kernel;
-use crate::{with_dtype, Context};
+use crate::{with_dtype, with_float_dtype, Context};
 
 /// Zeros.
-pub fn zeros(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> NDArray {
+pub fn zeros(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<NDArray> {
     fill_new(shape.into(), 0.0, dtype, ctx)
 }
 /// Ones.
-pub fn ones(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> NDArray {
+pub fn ones(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<NDArray> {
     fill_new(shape.into(), 1.0, dtype, ctx)
 }
 /// Filled with `value`.
-pub fn full(shape: impl Into<Shape>, value: f64, dtype: DType, ctx: Context) -> NDArray {
+pub fn full(shape: impl Into<Shape>, value: f64, dtype: DType, ctx: Context) -> Result<NDArray> {
     fill_new(shape.into(), value, dtype, ctx)
 }
 /// Zeros like `x`.
-pub fn zeros_like(x: &NDArray) -> NDArray {
+pub fn zeros_like(x: &NDArray) -> Result<NDArray> {
     fill_new(x.shape().clone(), 0.0, x.dtype(), x.ctx())
 }
 /// Ones like `x`.
-pub fn ones_like(x: &NDArray) -> NDArray {
+pub fn ones_like(x: &NDArray) -> Result<NDArray> {
     fill_new(x.shape().clone(), 1.0, x.dtype(), x.ctx())
 }
 /// `value` like `x` (MXNet lacks `full_like`; NumPy has it).
-pub fn full_like(x: &NDArray, value: f64) -> NDArray {
+pub fn full_like(x: &NDArray, value: f64) -> Result<NDArray> {
     fill_new(x.shape().clone(), value, x.dtype(), x.ctx())
 }
 
@@ -39,6 +39,12 @@ pub fn arange(start: f64, stop: Option<f64>, step: f64, repeat: usize, dtype: DT
         Some(s) => (start, s),
         None => (0.0, start),
     };
+    if !(start.is_finite() && stop.is_finite() && step.is_finite()) {
+        return Err(Error::value(
+            "arange",
+            format!("start, stop and step must be finite, got {start}, {stop}, {step}"),
+        ));
+    }
     if step == 0.0 {
         return Err(Error::value("arange", "step must not be zero"));
     }
@@ -46,14 +52,26 @@ pub fn arange(start: f64, stop: Option<f64>, step: f64, repeat: usize, dtype: DT
         return Err(Error::value("arange", "repeat must be positive"));
     }
     let n = ((stop - start) / step).ceil().max(0.0) as usize;
-    let out = NDArray::empty(Shape::new(&[n * repeat]), dtype, ctx);
+    let out = NDArray::empty(Shape::new(&[n.saturating_mul(repeat)]), dtype, ctx)?;
     if n > 0 {
         push_kernel("_arange", vec![], vec![out.view()], move |k| {
-            with_dtype!(dtype, T, {
-                for (i, o) in k.output::<T>(0).iter_mut().enumerate() {
-                    *o = T::from_f64(start + (i / repeat) as f64 * step);
-                }
-            });
+            // Float results are computed in the output dtype (`start + i*step`),
+            // as MXNet does, so float32 `arange(0, 1, 0.1)` ends in 0.90000004.
+            with_float_dtype!(
+                dtype,
+                T,
+                {
+                    let (s0, st) = (T::from_f64(start), T::from_f64(step));
+                    for (i, o) in k.output::<T>(0).iter_mut().enumerate() {
+                        *o = s0 + T::from_f64((i / repeat) as f64) * st;
+                    }
+                },
+                with_dtype!(dtype, T, {
+                    for (i, o) in k.output::<T>(0).iter_mut().enumerate() {
+                        *o = T::from_f64(start + (i / repeat) as f64 * step);
+                    }
+                })
+            );
             Ok(())
         });
     }
@@ -62,7 +80,7 @@ pub fn arange(start: f64, stop: Option<f64>, step: f64, repeat: usize, dtype: DT
 
 /// `num` evenly spaced values over `[start, stop]` (or `[start, stop)` without endpoint).
 pub fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype: DType, ctx: Context) -> Result<NDArray> {
-    let out = NDArray::empty(Shape::new(&[num]), dtype, ctx);
+    let out = NDArray::empty(Shape::new(&[num]), dtype, ctx)?;
     if num > 0 {
         let div = if endpoint { (num as f64 - 1.0).max(1.0) } else { num as f64 };
         let step = (stop - start) / div;
@@ -83,9 +101,9 @@ pub fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype: DType,
 }
 
 /// Identity-like matrix with ones on diagonal `k`.
-pub fn eye(n: usize, m: Option<usize>, k: i64, dtype: DType, ctx: Context) -> NDArray {
+pub fn eye(n: usize, m: Option<usize>, k: i64, dtype: DType, ctx: Context) -> Result<NDArray> {
     let m = m.unwrap_or(n);
-    let out = NDArray::empty(Shape::new(&[n, m]), dtype, ctx);
+    let out = NDArray::empty(Shape::new(&[n, m]), dtype, ctx)?;
     if n * m > 0 {
         push_kernel("_eye", vec![], vec![out.view()], move |kk| {
             with_dtype!(dtype, T, {
@@ -101,5 +119,5 @@ pub fn eye(n: usize, m: Option<usize>, k: i64, dtype: DType, ctx: Context) -> ND
             Ok(())
         });
     }
-    out
+    Ok(out)
 }

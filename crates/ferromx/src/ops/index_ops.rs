@@ -83,9 +83,9 @@ pub(crate) fn gather_affine(
     iter_dims: Vec<usize>,
     base: isize,
     strides: Vec<isize>,
-) -> NDArray {
+) -> Result<NDArray> {
     debug_assert_eq!(iter_dims.iter().product::<usize>(), oshape.size());
-    let out = NDArray::empty(oshape, x.dtype(), x.ctx());
+    let out = NDArray::empty(oshape, x.dtype(), x.ctx())?;
     let dt = x.dtype();
     if out.size() > 0 {
         push_kernel(name, vec![x.view()], vec![out.view()], move |k| {
@@ -98,7 +98,7 @@ pub(crate) fn gather_affine(
             Ok(())
         });
     }
-    out
+    Ok(out)
 }
 
 /// The adjoint of [`gather_affine`]: zeros of `shape` with `g`'s elements (in
@@ -111,9 +111,9 @@ pub(crate) fn scatter_affine(
     iter_dims: Vec<usize>,
     base: isize,
     strides: Vec<isize>,
-) -> NDArray {
+) -> Result<NDArray> {
     debug_assert_eq!(iter_dims.iter().product::<usize>(), g.size());
-    let out = NDArray::empty(shape, g.dtype(), g.ctx());
+    let out = NDArray::empty(shape, g.dtype(), g.ctx())?;
     let dt = g.dtype();
     if out.size() > 0 {
         let n = g.size();
@@ -126,7 +126,7 @@ pub(crate) fn scatter_affine(
             Ok(())
         });
     }
-    out
+    Ok(out)
 }
 
 fn signed_strides(s: &Shape) -> Vec<isize> {
@@ -154,7 +154,7 @@ pub fn tile(x: &NDArray, reps: &[i64]) -> Result<NDArray> {
         strides.extend([0, xst[d] as isize]);
         od.push(r[d] * xd[d]);
     }
-    let out = gather_affine(name, x, Shape::new(&od), iter.clone(), 0, strides);
+    let out = gather_affine(name, x, Shape::new(&od), iter.clone(), 0, strides)?;
     if needs_record(&[x]) {
         let xs = x.shape().clone();
         record(
@@ -190,7 +190,7 @@ pub fn repeat(x: &NDArray, repeats: i64, axis: Option<i64>) -> Result<NDArray> {
     od[ax] = n * rep;
     let iter = vec![outer, n, rep, inner];
     let strides = vec![(n * inner) as isize, inner as isize, 0, 1];
-    let out = gather_affine(name, x, Shape::new(&od), iter.clone(), 0, strides);
+    let out = gather_affine(name, x, Shape::new(&od), iter.clone(), 0, strides)?;
     if needs_record(&[x]) {
         let xs = x.shape().clone();
         record(
@@ -220,7 +220,7 @@ pub fn flip(x: &NDArray, axes: &[i64]) -> Result<NDArray> {
         }
         strides[a] = -strides[a];
     }
-    let out = gather_affine(name, x, x.shape().clone(), x.dims().to_vec(), base, strides);
+    let out = gather_affine(name, x, x.shape().clone(), x.dims().to_vec(), base, strides)?;
     if needs_record(&[x]) {
         let axes = axes.to_vec();
         record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(flip(&g[0], &axes)?)])));
@@ -271,13 +271,7 @@ fn read_index_input(k: &Kernel, i: usize) -> Vec<i64> {
 
 /// Element offsets (in units of the trailing block) selected by each column of
 /// an (M, Y) index matrix into the leading M dims `dims` (row-major strides `st`).
-fn nd_offsets(
-    op: &str,
-    ids: &[i64],
-    dims: &[usize],
-    st: &[usize],
-    y: usize,
-) -> std::result::Result<Vec<usize>, OpFailure> {
+fn nd_offsets(ids: &[i64], dims: &[usize], st: &[usize], y: usize) -> std::result::Result<Vec<usize>, OpFailure> {
     let mut offs = vec![0usize; y];
     for (j, (&n, &s)) in dims.iter().zip(st).enumerate() {
         let n = n as i64;
@@ -286,7 +280,7 @@ fn nd_offsets(
             if i < -n || i >= n {
                 return Err(OpFailure::new(
                     ErrorKind::Index,
-                    format!("{op}: index {i} is out of bounds for axis {j} with size {n}"),
+                    format!("index {i} is out of bounds for axis {j} with size {n}"),
                 ));
             }
             let i = if i < 0 { i + n } else { i };
@@ -326,13 +320,13 @@ pub fn gather_nd(data: &NDArray, indices: &NDArray) -> Result<NDArray> {
     let inner: usize = data.dims()[m..].iter().product();
     let mut od = indices.dims()[1..].to_vec();
     od.extend_from_slice(&data.dims()[m..]);
-    let out = NDArray::empty(Shape::new(&od), data.dtype(), data.ctx());
+    let out = NDArray::empty(Shape::new(&od), data.dtype(), data.ctx())?;
     let dt = data.dtype();
     if out.size() > 0 {
         let lead = data.dims()[..m].to_vec();
         let st: Vec<usize> = data.shape().strides()[..m].to_vec();
         push_kernel(name, vec![data.view(), indices.view()], vec![out.view()], move |k| {
-            let offs = nd_offsets(name, &read_index_input(k, 1), &lead, &st, y)?;
+            let offs = nd_offsets(&read_index_input(k, 1), &lead, &st, y)?;
             with_dtype!(dt, T, {
                 let (src, o) = (k.input::<T>(0), k.output::<T>(0));
                 for (c, &off) in offs.iter().enumerate() {
@@ -385,11 +379,11 @@ fn scatter_nd_impl(
     let inner: usize = shape.dims()[m..].iter().product();
     let lead = shape.dims()[..m].to_vec();
     let st: Vec<usize> = shape.strides()[..m].to_vec();
-    let out = NDArray::empty(shape, data.dtype(), data.ctx());
+    let out = NDArray::empty(shape, data.dtype(), data.ctx())?;
     let dt = data.dtype();
     if out.size() > 0 {
         push_kernel(name, vec![data.view(), indices.view()], vec![out.view()], move |k| {
-            let offs = if y > 0 { nd_offsets(name, &read_index_input(k, 1), &lead, &st, y)? } else { vec![] };
+            let offs = if y > 0 { nd_offsets(&read_index_input(k, 1), &lead, &st, y)? } else { vec![] };
             with_dtype!(dt, T, {
                 let (src, o) = (k.input::<T>(0), k.output::<T>(0));
                 o.fill(T::default());
@@ -479,7 +473,7 @@ fn slice_axis_range(len: usize, begin: Option<i64>, end: Option<i64>, step: i64)
 }
 
 /// Gathers a resolved per-axis slice (shared by `slice` and `slice_like`).
-fn slice_resolved(name: &'static str, x: &NDArray, spec: &[AxisSlice]) -> NDArray {
+fn slice_resolved(name: &'static str, x: &NDArray, spec: &[AxisSlice]) -> Result<NDArray> {
     let st = signed_strides(x.shape());
     let od: Vec<usize> = spec.iter().map(|s| s.len).collect();
     let mut base = 0isize;
@@ -490,7 +484,7 @@ fn slice_resolved(name: &'static str, x: &NDArray, spec: &[AxisSlice]) -> NDArra
         }
         strides.push(st[d] * s.step as isize);
     }
-    let out = gather_affine(name, x, Shape::new(&od), od.clone(), base, strides.clone());
+    let out = gather_affine(name, x, Shape::new(&od), od.clone(), base, strides.clone())?;
     if needs_record(&[x]) {
         let xs = x.shape().clone();
         record(
@@ -498,11 +492,11 @@ fn slice_resolved(name: &'static str, x: &NDArray, spec: &[AxisSlice]) -> NDArra
             &[x],
             &[&out],
             Box::new(move |g| {
-                Ok(vec![Some(scatter_affine("_backward_slice", &g[0], xs.clone(), od.clone(), base, strides.clone()))])
+                Ok(vec![Some(scatter_affine("_backward_slice", &g[0], xs.clone(), od.clone(), base, strides.clone())?)])
             }),
         );
     }
-    out
+    Ok(out)
 }
 
 /// MXNet `slice`: `begin`/`end`/`step` tuples over the leading axes, where an
@@ -547,7 +541,7 @@ pub fn slice(x: &NDArray, begin: &[i64], end: &[i64], step: &[i64]) -> Result<ND
             spec.push(AxisSlice { begin: 0, len, step: 1 });
         }
     }
-    Ok(slice_resolved(name, x, &spec))
+    slice_resolved(name, x, &spec)
 }
 
 fn fmt_idx(v: &[i64]) -> String {
@@ -591,7 +585,7 @@ pub fn slice_like(x: &NDArray, like: &NDArray, axes: &[i64]) -> Result<NDArray> 
         }
         spec[a].len = like.dims()[a];
     }
-    Ok(slice_resolved(name, x, &spec))
+    slice_resolved(name, x, &spec)
 }
 
 /// MXNet `broadcast_axis`: broadcasts the size-1 `axes` of `x` to `sizes`.
@@ -617,7 +611,7 @@ pub fn broadcast_axis(x: &NDArray, axes: &[i64], sizes: &[i64]) -> Result<NDArra
     }
     if od.contains(&0) {
         // broadcast_to reads 0 as "keep"; an empty result needs no kernel.
-        return Ok(NDArray::empty(Shape::new(&od), x.dtype(), x.ctx()));
+        return NDArray::empty(Shape::new(&od), x.dtype(), x.ctx());
     }
     ops::broadcast_to(x, Shape::new(&od))
 }
@@ -633,7 +627,7 @@ pub fn diag(x: &NDArray, k: i64, axis1: i64, axis2: i64) -> Result<NDArray> {
             let n = x.size();
             let m = n + k.unsigned_abs() as usize;
             let base = if k >= 0 { k as isize } else { -k as isize * m as isize };
-            let out = scatter_affine(name, x, Shape::new(&[m, m]), vec![n], base, vec![m as isize + 1]);
+            let out = scatter_affine(name, x, Shape::new(&[m, m]), vec![n], base, vec![m as isize + 1])?;
             if needs_record(&[x]) {
                 record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(diag(&g[0], k, 0, 1)?)])));
             }
@@ -662,7 +656,7 @@ pub fn diag(x: &NDArray, k: i64, axis1: i64, axis2: i64) -> Result<NDArray> {
             }
             iter.push(len);
             strides.push(st[a1] + st[a2]);
-            let out = gather_affine(name, x, Shape::new(&iter), iter.clone(), base, strides.clone());
+            let out = gather_affine(name, x, Shape::new(&iter), iter.clone(), base, strides.clone())?;
             if needs_record(&[x]) {
                 let xs = x.shape().clone();
                 record(
@@ -677,7 +671,7 @@ pub fn diag(x: &NDArray, k: i64, axis1: i64, axis2: i64) -> Result<NDArray> {
                             iter.clone(),
                             base,
                             strides.clone(),
-                        ))])
+                        )?)])
                     }),
                 );
             }

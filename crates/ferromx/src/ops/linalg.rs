@@ -124,7 +124,7 @@ pub fn dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Re
     }
     let mut od: Vec<usize> = afree.to_vec();
     od.extend_from_slice(bfree);
-    let out = NDArray::empty(Shape::new(&od), a.dtype(), a.ctx());
+    let out = NDArray::empty(Shape::new(&od), a.dtype(), a.ctx())?;
     push_mm(name, a, transpose_a, b, transpose_b, m, n, ka, 1, &out);
     if needs_record(&[a, b]) {
         let (ac, bc) = (a.clone(), b.clone());
@@ -154,8 +154,22 @@ pub fn dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Re
 pub fn batch_dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Result<NDArray> {
     let name = "batch_dot";
     check_ctx(name, a, b)?;
+    if a.ndim() > 3 && a.ndim() == b.ndim() {
+        // MXNet: leading dims are all batch dims; flatten them, multiply, restore.
+        let nd = a.ndim();
+        if a.dims()[..nd - 2] != b.dims()[..nd - 2] {
+            return Err(Error::shape(name, &[a.shape(), b.shape()], "batch dimensions differ"));
+        }
+        let batch: usize = a.dims()[..nd - 2].iter().product();
+        let a3 = ops::reshape_to(a, Shape::new(&[batch, a.dims()[nd - 2], a.dims()[nd - 1]]))?;
+        let b3 = ops::reshape_to(b, Shape::new(&[batch, b.dims()[nd - 2], b.dims()[nd - 1]]))?;
+        let r = batch_dot(&a3, &b3, transpose_a, transpose_b)?;
+        let mut od = a.dims()[..nd - 2].to_vec();
+        od.extend_from_slice(&r.dims()[1..]);
+        return ops::reshape_to(&r, Shape::new(&od));
+    }
     if a.ndim() != 3 || b.ndim() != 3 {
-        return Err(Error::shape(name, &[a.shape(), b.shape()], "both inputs must be 3-d"));
+        return Err(Error::shape(name, &[a.shape(), b.shape()], "inputs must be 3-d or more, with the same rank"));
     }
     if a.dtype() != b.dtype() {
         return Err(Error::dtype(name, format!("dtypes differ: {} and {}", a.dtype(), b.dtype())));
@@ -167,7 +181,7 @@ pub fn batch_dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool)
         return Err(Error::shape(name, &[a.shape(), b.shape()], "batch sizes or contracted dimensions differ"));
     }
     let batch = ad[0];
-    let out = NDArray::empty(Shape::new(&[batch, m, n]), a.dtype(), a.ctx());
+    let out = NDArray::empty(Shape::new(&[batch, m, n]), a.dtype(), a.ctx())?;
     push_mm(name, a, transpose_a, b, transpose_b, m, n, ka, batch, &out);
     if needs_record(&[a, b]) {
         let (ac, bc) = (a.clone(), b.clone());
@@ -194,7 +208,34 @@ pub fn batch_dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool)
     Ok(out)
 }
 
-/// `alpha · op(a)·op(b)` on the last two axes (leading axes are batch axes).
+/// [`gemm2`] with MXNet's `axis`: the axis holding the matrix rows (default
+/// -2); the columns are always the last axis, every other axis is a batch axis.
+pub fn gemm2_axis(
+    a: &NDArray,
+    b: &NDArray,
+    transpose_a: bool,
+    transpose_b: bool,
+    alpha: f64,
+    axis: i64,
+) -> Result<NDArray> {
+    let name = "linalg_gemm2";
+    if a.ndim() < 2 || a.ndim() != b.ndim() {
+        return Err(Error::shape(name, &[a.shape(), b.shape()], "inputs must have the same rank ≥ 2"));
+    }
+    let nd = a.ndim();
+    let ax = a.shape().axis(name, axis)?;
+    if ax == nd - 1 {
+        return Err(Error::value(name, format!("axis {axis} is the column axis; rows must be on another axis")));
+    }
+    if ax == nd - 2 {
+        return gemm2(a, b, transpose_a, transpose_b, alpha);
+    }
+    let (r, c) = (ax as i64, nd as i64 - 2);
+    let out = gemm2(&ops::swapaxes(a, r, c)?, &ops::swapaxes(b, r, c)?, transpose_a, transpose_b, alpha)?;
+    ops::swapaxes(&out, r, c)
+}
+
+/// MXNet `linalg.gemm2`: `alpha · op(A) · op(B)` over the last two axes, batched over the rest.
 pub fn gemm2(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool, alpha: f64) -> Result<NDArray> {
     if a.ndim() < 2 || a.ndim() != b.ndim() {
         return Err(Error::shape("linalg_gemm2", &[a.shape(), b.shape()], "inputs must have the same rank ≥ 2"));

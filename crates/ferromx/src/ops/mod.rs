@@ -73,7 +73,7 @@ pub fn scalar_r(op: BinOp, a: &NDArray, s: f64) -> Result<NDArray> {
 /// Casts to `dtype` (a copy even when the dtype is unchanged).
 pub fn astype(x: &NDArray, dtype: DType) -> Result<NDArray> {
     let src = x.dtype();
-    let out = NDArray::empty(x.shape().clone(), dtype, x.ctx());
+    let out = NDArray::empty(x.shape().clone(), dtype, x.ctx())?;
     if x.size() > 0 {
         push_kernel("cast", vec![x.view()], vec![out.view()], move |k| {
             with_dtype!(src, S, {
@@ -97,7 +97,7 @@ pub fn astype(x: &NDArray, dtype: DType) -> Result<NDArray> {
 
 /// A copy with new storage.
 pub fn copy(x: &NDArray) -> Result<NDArray> {
-    let out = x.empty_like();
+    let out = x.empty_like()?;
     let dt = x.dtype();
     if x.size() > 0 {
         push_kernel("_copy", vec![x.view()], vec![out.view()], move |k| {
@@ -169,8 +169,8 @@ pub fn sum_to(g: &NDArray, shape: &Shape) -> Result<NDArray> {
 }
 
 /// Fills a new array with `value`.
-pub(crate) fn fill_new(shape: Shape, value: f64, dtype: DType, ctx: crate::Context) -> NDArray {
-    let out = NDArray::empty(shape, dtype, ctx);
+pub(crate) fn fill_new(shape: Shape, value: f64, dtype: DType, ctx: crate::Context) -> Result<NDArray> {
+    let out = NDArray::empty(shape, dtype, ctx)?;
     if out.size() > 0 {
         push_kernel("_full", vec![], vec![out.view()], move |k| {
             with_dtype!(dtype, T, {
@@ -181,7 +181,7 @@ pub(crate) fn fill_new(shape: Shape, value: f64, dtype: DType, ctx: crate::Conte
             Ok(())
         });
     }
-    out
+    Ok(out)
 }
 
 /// Test support: pushes an op writing `x` that fails with the given kind
@@ -212,7 +212,7 @@ pub fn test_sleep(x: &NDArray, ms: u64) {
 
 /// Copies `x` onto another context (an engine op on the destination's workers).
 pub fn copy_to_ctx(x: &NDArray, ctx: crate::Context) -> Result<NDArray> {
-    let out = NDArray::empty(x.shape().clone(), x.dtype(), ctx);
+    let out = NDArray::empty(x.shape().clone(), x.dtype(), ctx)?;
     let dt = x.dtype();
     if x.size() > 0 {
         push_kernel("_copyto", vec![x.view()], vec![out.view()], move |k| {

@@ -144,40 +144,62 @@ pub enum Dist {
 
 /// Samples a new array from `dist`.
 pub fn sample(dist: Dist, shape: Shape, dtype: DType, ctx: Context) -> Result<NDArray> {
+    let bad = |op: &str, msg: String| Err(Error::value(op, msg));
     let name = match dist {
         Dist::Uniform(l, h) => {
-            if h < l {
-                return Err(Error::value("random_uniform", format!("low {l} > high {h}")));
+            if !(l.is_finite() && h.is_finite()) || h < l {
+                return bad("random_uniform", format!("need finite low <= high, got low={l}, high={h}"));
             }
             "random_uniform"
         }
-        Dist::Normal(_, s) => {
-            if s < 0.0 {
-                return Err(Error::value("random_normal", format!("scale must be non-negative, got {s}")));
+        Dist::Normal(m, s) => {
+            if !(m.is_finite() && s.is_finite() && s >= 0.0) {
+                return bad("random_normal", format!("need a finite loc and scale >= 0, got loc={m}, scale={s}"));
             }
             "random_normal"
         }
         Dist::RandInt(l, h) => {
             if h <= l {
-                return Err(Error::value("random_randint", format!("low {l} >= high {h}")));
+                return bad("random_randint", format!("low {l} >= high {h}"));
+            }
+            let (lo, hi) = match dtype {
+                DType::I32 => (i32::MIN as i64, i32::MAX as i64 + 1),
+                DType::I8 => (i8::MIN as i64, i8::MAX as i64 + 1),
+                DType::U8 => (0, 256),
+                _ => (i64::MIN, i64::MAX),
+            };
+            if l < lo || h > hi {
+                return bad("random_randint", format!("range [{l}, {h}) does not fit in dtype {dtype}"));
             }
             "random_randint"
         }
-        Dist::Exponential(_) => "random_exponential",
+        Dist::Exponential(lam) => {
+            if !(lam.is_finite() && lam > 0.0) {
+                return bad("random_exponential", format!("lam must be positive and finite, got {lam}"));
+            }
+            "random_exponential"
+        }
         Dist::Gamma(a, b) => {
-            if a <= 0.0 || b <= 0.0 {
-                return Err(Error::value("random_gamma", "alpha and beta must be positive"));
+            if !(a.is_finite() && b.is_finite() && a > 0.0 && b > 0.0) {
+                return bad("random_gamma", format!("alpha and beta must be positive and finite, got {a}, {b}"));
             }
             "random_gamma"
         }
         Dist::Poisson(l) => {
-            if l < 0.0 {
-                return Err(Error::value("random_poisson", "lam must be non-negative"));
+            if !(l.is_finite() && l >= 0.0) {
+                return bad("random_poisson", format!("lam must be non-negative and finite, got {l}"));
             }
             "random_poisson"
         }
     };
-    let out = NDArray::empty(shape, dtype, ctx);
+    let int_dist = matches!(dist, Dist::RandInt(..) | Dist::Poisson(_));
+    if dtype == DType::Bool || (!int_dist && !dtype.is_float()) {
+        return Err(Error::dtype(name, format!("dtype {dtype} is not supported (use a float dtype)")));
+    }
+    if matches!(dist, Dist::RandInt(..)) && dtype.is_float() {
+        return Err(Error::dtype(name, format!("dtype {dtype} is not supported (use an integer dtype)")));
+    }
+    let out = NDArray::empty(shape, dtype, ctx)?;
     let seed = next_seed(ctx);
     if out.size() > 0 {
         push_kernel(name, vec![], vec![out.view()], move |k| {
@@ -213,7 +235,7 @@ pub fn normal(loc: f64, scale: f64, shape: Shape, dtype: DType, ctx: Context) ->
 
 /// A random permutation of `x` along the first axis.
 pub fn shuffle(x: &NDArray) -> Result<NDArray> {
-    let out = x.empty_like();
+    let out = x.empty_like()?;
     if x.size() == 0 {
         return Ok(out);
     }
@@ -245,12 +267,18 @@ pub fn multinomial(p: &NDArray, num: usize, dtype: DType) -> Result<NDArray> {
         return Err(Error::shape("sample_multinomial", &[p.shape()], "probabilities need at least one axis"));
     }
     let k = p.dims()[p.ndim() - 1];
-    let rows = p.size() / k.max(1);
+    if k == 0 {
+        return Err(Error::shape("sample_multinomial", &[p.shape()], "the distribution has no categories"));
+    }
+    if dtype == DType::Bool {
+        return Err(Error::dtype("sample_multinomial", "dtype bool is not supported"));
+    }
+    let rows = p.size() / k;
     let mut od = p.dims()[..p.ndim() - 1].to_vec();
     if num > 1 {
         od.push(num);
     }
-    let out = NDArray::empty(Shape::new(&od), dtype, p.ctx());
+    let out = NDArray::empty(Shape::new(&od), dtype, p.ctx())?;
     let seed = next_seed(p.ctx());
     let pdt = p.dtype();
     push_kernel("sample_multinomial", vec![p.view()], vec![out.view()], move |kk| {

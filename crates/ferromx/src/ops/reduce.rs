@@ -209,7 +209,7 @@ fn reduce_kernel_int<T: Elem>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize
 }
 
 /// Reduces over one contiguous block of axes `[a, b)`, keeping dims.
-fn reduce_block(op: ReduceOp, x: &NDArray, a: usize, b: usize, count_scale: bool) -> NDArray {
+fn reduce_block(op: ReduceOp, x: &NDArray, a: usize, b: usize, count_scale: bool) -> Result<NDArray> {
     let dims = x.dims();
     let outer: usize = dims[..a].iter().product();
     let r: usize = dims[a..b].iter().product();
@@ -219,7 +219,7 @@ fn reduce_block(op: ReduceOp, x: &NDArray, a: usize, b: usize, count_scale: bool
         *d = 1;
     }
     let dt = x.dtype();
-    let out = NDArray::empty(Shape::new(&od), dt, x.ctx());
+    let out = NDArray::empty(Shape::new(&od), dt, x.ctx())?;
     let opk = if count_scale {
         op
     } else if op == ReduceOp::Mean {
@@ -237,7 +237,7 @@ fn reduce_block(op: ReduceOp, x: &NDArray, a: usize, b: usize, count_scale: bool
             Ok(())
         });
     }
-    out
+    Ok(out)
 }
 
 /// Reduces `x` over `axes` (None: all axes).
@@ -273,7 +273,7 @@ pub fn reduce(op: ReduceOp, x: &NDArray, axes: Option<&[i64]>, keepdims: bool, e
     }
     let total: usize = axes.iter().map(|&a| x.dims()[a]).product();
     for &(a, b) in blocks.iter().rev() {
-        cur = reduce_block(op, &cur, a, b, single).detach();
+        cur = reduce_block(op, &cur, a, b, single)?.detach();
     }
     if op == ReduceOp::Mean && !single && !blocks.is_empty() {
         cur = ops::scalar(BinOp::Div, &cur, total as f64)?;
@@ -337,7 +337,7 @@ pub fn argmax(x: &NDArray, axis: Option<i64>, keepdims: bool, is_min: bool, out_
         }
         Some(_) => out_shape(src.shape(), &[ax], keepdims),
     };
-    let out = NDArray::empty(oshape, out_dtype, x.ctx());
+    let out = NDArray::empty(oshape, out_dtype, x.ctx())?;
     let dt = src.dtype();
     push_kernel(name, vec![src.view()], vec![out.view()], move |k| {
         with_dtype!(dt, T, {
@@ -369,6 +369,11 @@ pub fn argmax(x: &NDArray, axis: Option<i64>, keepdims: bool, is_min: bool, out_
 /// `ord`-norm (1 or 2) over `axes` (None: all, flattened).
 pub fn norm(x: &NDArray, ord: u32, axes: Option<&[i64]>, keepdims: bool) -> Result<NDArray> {
     resolve_axes("norm", x.ndim(), axes, false)?;
+    if matches!(x.dtype(), DType::F32 | DType::F16 | DType::BF16) {
+        // Accumulate in f64 so squares of large values do not overflow.
+        let r = norm(&ops::astype(x, DType::F64)?, ord, axes, keepdims)?;
+        return ops::astype(&r, x.dtype());
+    }
     match ord {
         1 => reduce(ReduceOp::Sum, &ops::unary(UnaryOp::Abs, x)?, axes, keepdims, false),
         2 => {

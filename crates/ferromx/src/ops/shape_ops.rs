@@ -160,7 +160,7 @@ pub fn broadcast_to(x: &NDArray, shape: Shape) -> Result<NDArray> {
     if b != shape {
         return Err(Error::shape("broadcast_to", &[x.shape(), &shape], "cannot broadcast"));
     }
-    let out = NDArray::empty(shape.clone(), x.dtype(), x.ctx());
+    let out = NDArray::empty(shape.clone(), x.dtype(), x.ctx())?;
     ops::assign(&out, &x.detach())?;
     if needs_record(&[x]) {
         let s = x.shape().clone();
@@ -206,7 +206,7 @@ pub fn transpose(x: &NDArray, axes: Option<&[i64]>) -> Result<NDArray> {
     let oshape = Shape::new(&od);
     let xs = x.shape().strides();
     let pstrides: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
-    let out = NDArray::empty(oshape.clone(), x.dtype(), x.ctx());
+    let out = NDArray::empty(oshape.clone(), x.dtype(), x.ctx())?;
     let dt = x.dtype();
     if out.size() > 0 {
         push_kernel("transpose", vec![x.view()], vec![out.view()], move |k| {
@@ -265,7 +265,7 @@ pub fn concat(xs: &[NDArray], axis: i64) -> Result<NDArray> {
     let inner: usize = od[ax + 1..].iter().product();
     let widths: Vec<usize> = xs.iter().map(|x| x.dims()[ax] * inner).collect();
     let total: usize = widths.iter().sum();
-    let out = NDArray::empty(Shape::new(&od), first.dtype(), first.ctx());
+    let out = NDArray::empty(Shape::new(&od), first.dtype(), first.ctx())?;
     let dt = first.dtype();
     if out.size() > 0 {
         let views = xs.iter().map(|x| x.view()).collect();
@@ -374,7 +374,7 @@ pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<N
     if spec.len() == 1 && spec[0].0 == 0 && spec[0].3 == 1 && !needs_record(&[x]) {
         return Ok(x.view_as(oshape, base as usize));
     }
-    let out = NDArray::empty(oshape.clone(), x.dtype(), x.ctx());
+    let out = NDArray::empty(oshape.clone(), x.dtype(), x.ctx())?;
     let dt = x.dtype();
     if out.size() > 0 {
         let sg = signed.clone();
@@ -411,7 +411,7 @@ pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<N
             &[x],
             &[&out],
             Box::new(move |g| {
-                let z = ops::zeros(xshape.clone(), xdt, xctx);
+                let z = ops::zeros(xshape.clone(), xdt, xctx)?;
                 slice_assign(&z, &spec, &g[0])?;
                 Ok(vec![Some(z)])
             }),
@@ -529,7 +529,7 @@ pub fn take(a: &NDArray, indices: &NDArray, axis: i64, mode: IndexMode) -> Resul
     let outer: usize = a.dims()[..ax].iter().product();
     let inner: usize = a.dims()[ax + 1..].iter().product();
     let ni = indices.size();
-    let out = NDArray::empty(Shape::new(&od), a.dtype(), a.ctx());
+    let out = NDArray::empty(Shape::new(&od), a.dtype(), a.ctx())?;
     let dt = a.dtype();
     if out.size() > 0 {
         push_kernel(name, vec![a.view(), indices.view()], vec![out.view()], move |k| {
@@ -568,7 +568,7 @@ pub fn take(a: &NDArray, indices: &NDArray, axis: i64, mode: IndexMode) -> Resul
 }
 
 fn take_grad(g: &NDArray, idx: &NDArray, a: &NDArray, ax: usize, mode: IndexMode) -> Result<NDArray> {
-    let z = ops::zeros(a.shape().clone(), g.dtype(), g.ctx());
+    let z = ops::zeros(a.shape().clone(), g.dtype(), g.ctx())?;
     let n = a.dims()[ax];
     let outer: usize = a.dims()[..ax].iter().product();
     let inner: usize = a.dims()[ax + 1..].iter().product();
@@ -615,7 +615,7 @@ pub fn pick(data: &NDArray, index: &NDArray, axis: i64, keepdims: bool, mode: In
     let outer: usize = data.dims()[..ax].iter().product();
     let n = data.dims()[ax];
     let inner: usize = data.dims()[ax + 1..].iter().product();
-    let out = NDArray::empty(Shape::new(if keepdims { &kd } else { &rd }), data.dtype(), data.ctx());
+    let out = NDArray::empty(Shape::new(if keepdims { &kd } else { &rd }), data.dtype(), data.ctx())?;
     let dt = data.dtype();
     if out.size() > 0 {
         push_kernel(name, vec![data.view(), index.view()], vec![out.view()], move |k| {
@@ -641,7 +641,7 @@ pub fn pick(data: &NDArray, index: &NDArray, axis: i64, keepdims: bool, mode: In
             Box::new(move |g| {
                 // Scatter g to the picked positions, resolving indices exactly as
                 // the forward pass did (clip / wrap).
-                let z = ops::zeros(dc.shape().clone(), g[0].dtype(), g[0].ctx());
+                let z = ops::zeros(dc.shape().clone(), g[0].dtype(), g[0].ctx())?;
                 let gdt = g[0].dtype();
                 push_kernel("_backward_pick", vec![g[0].view(), ic.view()], vec![z.view()], move |k| {
                     let ids = read_indices(k, 1);
@@ -667,7 +667,7 @@ pub fn pick(data: &NDArray, index: &NDArray, axis: i64, keepdims: bool, mode: In
 pub fn one_hot(indices: &NDArray, depth: usize, on: f64, off: f64, dtype: DType) -> Result<NDArray> {
     let mut od = indices.dims().to_vec();
     od.push(depth);
-    let out = NDArray::empty(Shape::new(&od), dtype, indices.ctx());
+    let out = NDArray::empty(Shape::new(&od), dtype, indices.ctx())?;
     if out.size() > 0 {
         push_kernel("one_hot", vec![indices.view()], vec![out.view()], move |k| {
             let ids = read_indices(k, 0);
@@ -709,7 +709,7 @@ pub fn where_(cond: &NDArray, x: &NDArray, y: &NDArray) -> Result<NDArray> {
     let y = if y.dtype() != x.dtype() { ops::astype(y, x.dtype())? } else { y.clone() };
     let yb = ops::mul(&broadcast_to(&y, s)?, &notc)?;
     // select rather than add, so inf/nan in the unselected branch do not leak
-    let out = NDArray::empty(xb.shape().clone(), xb.dtype(), xb.ctx());
+    let out = NDArray::empty(xb.shape().clone(), xb.dtype(), xb.ctx())?;
     let dt = out.dtype();
     push_kernel(name, vec![cb.view(), xb.view(), yb.view()], vec![out.view()], move |k| {
         with_dtype!(dt, T, {

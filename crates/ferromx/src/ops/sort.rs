@@ -165,14 +165,14 @@ fn run(
     indices: Option<DType>,
     mask: bool,
     perm: bool,
-) -> Outputs {
+) -> Result<Outputs> {
     let ctx = x.ctx();
     let dt = x.dtype();
     let o = Outputs {
-        values: values.then(|| NDArray::empty(p.kshape.clone(), dt, ctx)),
-        indices: indices.map(|it| NDArray::empty(p.kshape.clone(), it, ctx)),
-        mask: mask.then(|| NDArray::empty(x.shape().clone(), dt, ctx)),
-        perm: perm.then(|| NDArray::empty(p.kshape.clone(), DType::I64, ctx)),
+        values: values.then(|| NDArray::empty(p.kshape.clone(), dt, ctx)).transpose()?,
+        indices: indices.map(|it| NDArray::empty(p.kshape.clone(), it, ctx)).transpose()?,
+        mask: mask.then(|| NDArray::empty(x.shape().clone(), dt, ctx)).transpose()?,
+        perm: perm.then(|| NDArray::empty(p.kshape.clone(), DType::I64, ctx)).transpose()?,
     };
     let all = [&o.values, &o.indices, &o.mask, &o.perm];
     let mut views = Vec::new();
@@ -185,7 +185,7 @@ fn run(
     }
     let any_out = all.iter().any(|a| a.as_ref().is_some_and(|a| a.size() > 0));
     if !any_out {
-        return o;
+        return Ok(o);
     }
     let (outer, n, inner) = (p.outer, p.n, p.inner);
     let idt = indices.unwrap_or(DType::I64);
@@ -250,7 +250,7 @@ fn run(
         }
         Ok(())
     });
-    o
+    Ok(o)
 }
 
 /// Gradient of a values output: `g` (kshape) scattered to the positions in
@@ -264,7 +264,7 @@ fn scatter_back(
     inner: usize,
     k: usize,
 ) -> Result<NDArray> {
-    let out = NDArray::empty(xshape.clone(), g.dtype(), g.ctx());
+    let out = NDArray::empty(xshape.clone(), g.dtype(), g.ctx())?;
     let dt = g.dtype();
     if out.size() > 0 {
         push_kernel("_backward_topk", vec![g.view(), perm.view()], vec![out.view()], move |kk| {
@@ -301,7 +301,7 @@ fn check_index_dtype(name: &str, dtype: DType, n: usize) -> Result<()> {
 fn record_zero(name: &'static str, x: &NDArray, outs: &[&NDArray]) {
     if needs_record(&[x]) {
         let xc = x.clone();
-        record(name, &[x], outs, Box::new(move |_| Ok(vec![Some(ops::zeros_like(&xc))])));
+        record(name, &[x], outs, Box::new(move |_| Ok(vec![Some(ops::zeros_like(&xc)?)])));
     }
 }
 
@@ -326,7 +326,7 @@ pub fn sort(x: &NDArray, axis: Option<i64>, is_ascend: bool) -> Result<NDArray> 
     let p = plan(name, x, axis, 0)?;
     let p = plan(name, x, axis, p.n)?;
     let rec = needs_record(&[x]);
-    let o = run(name, x, &p, p.n, is_ascend, true, None, false, rec);
+    let o = run(name, x, &p, p.n, is_ascend, true, None, false, rec)?;
     let v = o.values.expect("values requested");
     if let Some(perm) = o.perm {
         record_values(name, x, &[&v], perm, &p, p.n);
@@ -340,7 +340,7 @@ pub fn argsort(x: &NDArray, axis: Option<i64>, is_ascend: bool, dtype: DType) ->
     let p = plan(name, x, axis, 0)?;
     check_index_dtype(name, dtype, p.n)?;
     let p = plan(name, x, axis, p.n)?;
-    let o = run(name, x, &p, p.n, is_ascend, false, Some(dtype), false, false);
+    let o = run(name, x, &p, p.n, is_ascend, false, Some(dtype), false, false)?;
     let i = o.indices.expect("indices requested");
     record_zero(name, x, &[&i]);
     Ok(i)
@@ -374,7 +374,7 @@ pub fn topk(
     let rec = needs_record(&[x]);
     Ok(match ret {
         TopKRet::Value => {
-            let o = run(name, x, &p, k, is_ascend, true, None, false, rec);
+            let o = run(name, x, &p, k, is_ascend, true, None, false, rec)?;
             let v = o.values.expect("values requested");
             if let Some(perm) = o.perm {
                 record_values(name, x, &[&v], perm, &p, k);
@@ -382,7 +382,7 @@ pub fn topk(
             vec![v]
         }
         TopKRet::Both => {
-            let o = run(name, x, &p, k, is_ascend, true, Some(dtype), false, rec);
+            let o = run(name, x, &p, k, is_ascend, true, Some(dtype), false, rec)?;
             let (v, i) = (o.values.expect("values requested"), o.indices.expect("indices requested"));
             if let Some(perm) = o.perm {
                 record_values(name, x, &[&v, &i], perm, &p, k);
@@ -391,12 +391,12 @@ pub fn topk(
         }
         TopKRet::Indices => {
             let i =
-                run(name, x, &p, k, is_ascend, false, Some(dtype), false, false).indices.expect("indices requested");
+                run(name, x, &p, k, is_ascend, false, Some(dtype), false, false)?.indices.expect("indices requested");
             record_zero(name, x, &[&i]);
             vec![i]
         }
         TopKRet::Mask => {
-            let m = run(name, x, &p, k, is_ascend, false, None, true, false).mask.expect("mask requested");
+            let m = run(name, x, &p, k, is_ascend, false, None, true, false)?.mask.expect("mask requested");
             record_zero(name, x, &[&m]);
             vec![m]
         }

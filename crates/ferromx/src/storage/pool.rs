@@ -43,7 +43,7 @@ pub(crate) fn size_class(bytes: usize) -> usize {
     if bytes <= 64 {
         return 64;
     }
-    let p = bytes.next_power_of_two();
+    let Some(p) = bytes.checked_next_power_of_two() else { return usize::MAX };
     if p <= 65536 {
         return p;
     }
@@ -51,26 +51,23 @@ pub(crate) fn size_class(bytes: usize) -> usize {
     bytes.div_ceil(step) * step
 }
 
-/// Takes a buffer of class `class` from the pool or the allocator.
-pub(crate) fn take(class: usize) -> NonNull<u8> {
+/// Takes a buffer of class `class` from the pool or the allocator; `None`
+/// when the system cannot provide it (the caller reports an error).
+pub(crate) fn take(class: usize) -> Option<NonNull<u8>> {
     if class == 0 {
         // A dangling, aligned pointer for empty arrays; never dereferenced.
-        return NonNull::new(ALIGN as *mut u8).expect("non-null");
+        return NonNull::new(ALIGN as *mut u8);
     }
     let p = pool();
     if let Some(addr) = p.free.lock().get_mut(&class).and_then(|v| v.pop()) {
         p.pooled.fetch_sub(class as u64, Ordering::Relaxed);
         p.hits.fetch_add(1, Ordering::Relaxed);
-        return NonNull::new(addr as *mut u8).expect("pooled pointers are non-null");
+        return NonNull::new(addr as *mut u8);
     }
     p.misses.fetch_add(1, Ordering::Relaxed);
-    let layout = Layout::from_size_align(class, ALIGN).expect("valid layout");
+    let layout = Layout::from_size_align(class, ALIGN).ok()?;
     // SAFETY: class > 0, so the layout has non-zero size.
-    let ptr = unsafe { alloc(layout) };
-    match NonNull::new(ptr) {
-        Some(p) => p,
-        None => std::alloc::handle_alloc_error(layout),
-    }
+    NonNull::new(unsafe { alloc(layout) })
 }
 
 /// Returns a buffer of class `class` to the pool (or frees it when the pool is full).

@@ -50,23 +50,27 @@ unsafe impl Send for Chunk {}
 unsafe impl Sync for Chunk {}
 
 impl Chunk {
-    /// A chunk of `bytes` bytes (contents unspecified until an op writes it).
-    pub(crate) fn new(bytes: usize, ctx: Context) -> Arc<Chunk> {
+    /// A chunk of `bytes` bytes (contents unspecified until an op writes it);
+    /// `None` when the memory cannot be allocated.
+    pub(crate) fn new(bytes: usize, ctx: Context) -> Option<Arc<Chunk>> {
+        if bytes > isize::MAX as usize / 2 {
+            return None;
+        }
         let class = size_class(bytes);
-        let ptr = pool::take(class);
-        Arc::new(Chunk { var: Engine::global().new_var(), ptr, class, bytes, ctx, external: None })
+        let ptr = pool::take(class)?;
+        Some(Arc::new(Chunk { var: Engine::global().new_var(), ptr, class, bytes, ctx, external: None }))
     }
 
     /// A chunk initialised from bytes on the calling thread. The chunk is new,
     /// so no operation can reference it yet.
-    pub(crate) fn from_bytes(src: &[u8], ctx: Context) -> Arc<Chunk> {
-        let c = Chunk::new(src.len(), ctx);
+    pub(crate) fn from_bytes(src: &[u8], ctx: Context) -> Option<Arc<Chunk>> {
+        let c = Chunk::new(src.len(), ctx)?;
         if !src.is_empty() {
             // SAFETY: the chunk was just created, nothing else can reference it;
             // it has room for `src.len()` bytes and does not overlap `src`.
             unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), c.ptr.as_ptr(), src.len()) };
         }
-        c
+        Some(c)
     }
 }
 

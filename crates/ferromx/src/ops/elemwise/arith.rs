@@ -74,10 +74,22 @@ macro_rules! float_arith {
                 self / b
             }
             #[inline(always)]
+            /// Python's modulo (sign of the divisor); as in MXNet, `x % 0` is 0,
+            /// and a zero result carries the divisor's sign (NumPy), never -0 for b > 0.
             fn rem(self, b: Self) -> Self {
                 let (a, b) = (<$w>::from(self), <$w>::from(b));
+                if b == 0.0 {
+                    return <$t>::from_f64(0.0);
+                }
                 let r = a % b;
-                <$t>::from_f64((if r != 0.0 && ((r < 0.0) != (b < 0.0)) { r + b } else { r }) as f64)
+                let r = if r == 0.0 {
+                    (0.0 as $w).copysign(b)
+                } else if (r < 0.0) != (b < 0.0) {
+                    r + b
+                } else {
+                    r
+                };
+                <$t>::from_f64(r as f64)
             }
             #[inline(always)]
             fn pow_(self, b: Self) -> Self {
@@ -166,10 +178,12 @@ macro_rules! int_arith {
                 }
             }
             #[inline(always)]
+            /// Exact (wrapping) for `b >= 0`; a negative exponent goes through a
+            /// float power and a C cast, as in MXNet (`1`, `±1` for -1, else 0).
             fn pow_(self, b: Self) -> Self {
                 #[allow(unused_comparisons)]
                 if b < 0 {
-                    return 0;
+                    return <$t as crate::dtype::Elem>::from_f64((self as f64).powf(b as f64));
                 }
                 let mut r: $t = 1;
                 let mut base = self;

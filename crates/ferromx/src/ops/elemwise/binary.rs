@@ -236,7 +236,7 @@ pub fn binary(op: BinOp, a: &NDArray, b: &NDArray) -> Result<NDArray> {
     let name = op.name();
     let oshape = Shape::broadcast(name, a.shape(), b.shape())?;
     let (a2, b2, dt) = unify(name, a, b)?;
-    let out = NDArray::empty(oshape.clone(), dt, a.ctx());
+    let out = NDArray::empty(oshape.clone(), dt, a.ctx())?;
     if oshape.size() > 0 {
         let sa = a2.shape().broadcast_strides(&oshape);
         let sb = b2.shape().broadcast_strides(&oshape);
@@ -295,7 +295,7 @@ fn binary_grad(op: BinOp, a: &NDArray, b: &NDArray, o: &NDArray, g: &NDArray) ->
 pub fn scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArray> {
     let name = op.scalar_name();
     let dt = a.dtype();
-    let out = NDArray::empty(a.shape().clone(), dt, a.ctx());
+    let out = NDArray::empty(a.shape().clone(), dt, a.ctx())?;
     if a.size() > 0 {
         push_kernel(name, vec![a.view()], vec![out.view()], move |k| {
             with_dtype!(dt, T, {
@@ -317,6 +317,10 @@ pub fn scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArra
                     BinOp::Mul => run!(|p: T, q: T| p.mul(q)),
                     BinOp::Div => run!(|p: T, q: T| p.div(q)),
                     BinOp::Mod => run!(|p: T, q: T| p.rem(q)),
+                    // A negative exponent must not wrap into a huge one (uint8 ** -2).
+                    BinOp::Pow if !reverse && s < 0.0 && !dt.is_float() => {
+                        map1(x, o, move |v: T| T::from_f64(v.to_f64().powf(s)))
+                    }
                     BinOp::Pow => run!(|p: T, q: T| p.pow_(q)),
                     BinOp::Max => run!(|p: T, q: T| p.max_(q)),
                     BinOp::Min => run!(|p: T, q: T| p.min_(q)),
@@ -359,7 +363,7 @@ pub fn scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArra
                         let q = ops::unary(ops::UnaryOp::Floor, &scalar_r(BinOp::Div, &x, s)?)?;
                         ops::neg(&mul(g, &q)?)?
                     }
-                    _ => ops::zeros_like(g),
+                    _ => ops::zeros_like(g)?,
                 };
                 Ok(vec![Some(gx)])
             }),

@@ -138,6 +138,8 @@ fn float_kernel<T: Float + Arith>(op: UnaryOp, x: &[T], o: &mut [T]) {
                 one
             } else if v < zero {
                 -one
+            } else if v == zero {
+                zero
             } else {
                 v
             }
@@ -215,7 +217,7 @@ fn exp_core(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_359_4;
     const LN2_LO: f32 = -2.121_944_4e-4;
     const MAGIC: f32 = 12_582_912.0; // 1.5 * 2^23
-    // Compare-and-select rather than `clamp`: keeps NaN and vectorises well.
+                                     // Compare-and-select rather than `clamp`: keeps NaN and vectorises well.
     #[allow(clippy::manual_clamp)]
     let xc = if x < -104.0 {
         -104.0
@@ -289,7 +291,7 @@ pub fn unary(op: UnaryOp, x: &NDArray) -> Result<NDArray> {
     if dt == DType::Bool && !matches!(op, UnaryOp::LogicalNot | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Square) {
         return Err(Error::dtype(op.name(), "operator is not defined for bool arrays"));
     }
-    let out = NDArray::empty(x.shape().clone(), dt, x.ctx());
+    let out = NDArray::empty(x.shape().clone(), dt, x.ctx())?;
     if x.size() > 0 {
         push_kernel(op.name(), vec![x.view()], vec![out.view()], move |k| {
             if dt == DType::F32 && has_fast_f32(op) {
@@ -319,7 +321,7 @@ fn unary_grad(op: UnaryOp, x: &NDArray, y: &NDArray, g: &NDArray) -> Result<Opti
     let d = match op {
         Negative => return Ok(Some(ops::neg(g)?)),
         Abs => u(Sign, x)?,
-        Sign | Floor | Ceil | Round | Rint | Fix | Trunc | LogicalNot => return Ok(Some(ops::zeros_like(g))),
+        Sign | Floor | Ceil | Round | Rint | Fix | Trunc | LogicalNot => return Ok(Some(ops::zeros_like(g)?)),
         Square => scalar(BinOp::Mul, x, 2.0)?,
         Relu => scalar(BinOp::Gt, x, 0.0)?,
         Sqrt => scalar_r(BinOp::Div, &scalar(BinOp::Mul, y, 2.0)?, 1.0)?,

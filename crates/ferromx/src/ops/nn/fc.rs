@@ -53,7 +53,7 @@ pub fn fully_connected(
         d.push(num_hidden);
         d
     };
-    let out = NDArray::empty(Shape::new(&od), dt, data.ctx());
+    let out = NDArray::empty(Shape::new(&od), dt, data.ctx())?;
     let mut ins = vec![data.view(), weight.view()];
     if let Some(b) = bias {
         ins.push(b.view());

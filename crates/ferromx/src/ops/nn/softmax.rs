@@ -40,7 +40,7 @@ fn softmax_impl(x: &NDArray, axis: i64, temperature: Option<f64>, log: bool) -> 
     let x = if x.dtype().is_float() { x.clone() } else { ops::astype(x, crate::DType::F32)? };
     let (outer, n, inner) = layout(&x, ax);
     let t = temperature.unwrap_or(1.0);
-    let out = x.empty_like();
+    let out = x.empty_like()?;
     let dt = x.dtype();
     if out.size() > 0 {
         push_kernel(name, vec![x.view()], vec![out.view()], move |k| {
@@ -121,8 +121,8 @@ pub fn softmax_ce_loss(pred: &NDArray, label: &NDArray) -> Result<NDArray> {
     }
     let pred = if pred.dtype().is_float() { pred.clone() } else { ops::astype(pred, crate::DType::F32)? };
     let dt = pred.dtype();
-    let out = NDArray::empty(Shape::new(&[n]), dt, pred.ctx());
-    let prob = NDArray::empty(pred.shape().clone(), dt, pred.ctx());
+    let out = NDArray::empty(Shape::new(&[n]), dt, pred.ctx())?;
+    let prob = NDArray::empty(pred.shape().clone(), dt, pred.ctx())?;
     let ldt = label.dtype();
     if n > 0 {
         push_kernel(name, vec![pred.view(), label.view()], vec![out.view(), prob.view()], move |k| {
