@@ -195,8 +195,8 @@ for _pub, _op in _BINARY.items():
                        _pub)] = _g[_pub]
     _g["elemwise_" + ("sub" if _pub == "subtract" else "mul" if _pub == "multiply" else
                       "div" if _pub == "divide" else _pub)] = _g[_pub]
-broadcast_plus = add
-broadcast_minus = subtract
+broadcast_plus = add  # noqa: F821 - generated above
+broadcast_minus = subtract  # noqa: F821
 broadcast_lesser = lesser  # noqa: F821 - generated above
 mod = modulo  # noqa: F821
 softrelu = _unary_fn("softrelu")

@@ -1,9 +1,11 @@
 //! Size-gated parallel loops: small inputs stay on the engine worker's thread,
-//! large ones split across rayon's pool. Every chunk runs through
-//! [`dispatch`], so the loops are compiled for the CPU's widest vector unit.
+//! large ones split into chunks that the worker and rayon helpers share
+//! ([`fanout`]: the worker starts at once instead of waiting for a pool thread
+//! to wake). Every chunk runs through [`dispatch`], so the loops are compiled
+//! for the CPU's widest vector unit.
 
-use crate::storage::dispatch;
-use rayon::prelude::*;
+use crate::storage::{dispatch, fanout};
+use parking_lot::Mutex;
 
 /// Elements below which a cheap elementwise loop stays on one thread.
 pub const PAR_MIN: usize = 1 << 16;
@@ -18,7 +20,12 @@ pub fn chunked<R: Send>(out: &mut [R], grain: usize, f: impl Fn(usize, &mut [R])
     }
     let pieces = (n / grain).clamp(1, threads * 4);
     let chunk = n.div_ceil(pieces);
-    out.par_chunks_mut(chunk).enumerate().for_each(|(i, c)| dispatch(|| f(i * chunk, c)));
+    let slots: Vec<Mutex<Option<&mut [R]>>> = out.chunks_mut(chunk).map(|c| Mutex::new(Some(c))).collect();
+    fanout(slots.len(), threads - 1, &|i| {
+        if let Some(c) = slots[i].lock().take() {
+            dispatch(|| f(i * chunk, c));
+        }
+    });
 }
 
 /// `out[i] = f(a[i])`.

@@ -1,11 +1,14 @@
 //! Storage: aligned buffers, the size-class pool, and the one place where a
-//! kernel is handed typed slices of them.
+//! kernel is handed typed slices of them (and, in `fanout`, the one place a
+//! kernel's chunks are handed to other threads).
 
+mod fanout;
 mod gemm;
 mod pool;
 mod raw;
 mod simd;
 
+pub use fanout::fanout;
 pub use gemm::{matmul, GemmElem};
 pub use pool::{pool_stats, release_pool, PoolStats};
 pub use raw::{call_site, set_call_site, Kernel};

@@ -194,9 +194,8 @@ impl<'a> Kernel<'a> {
         // Large copies split across cores: one core does not saturate memory bandwidth.
         let threads = rayon::current_num_threads();
         if n >= 1 << 20 && threads > 1 {
-            use rayon::prelude::*;
-            let piece = n.div_ceil(threads).next_multiple_of(4096);
-            (0..n.div_ceil(piece)).into_par_iter().for_each(|p| {
+            let piece = n.div_ceil(threads * 4).next_multiple_of(4096);
+            super::fanout(n.div_ceil(piece), threads - 1, &|p| {
                 let off = p * piece;
                 copy(off, piece.min(n - off));
             });
