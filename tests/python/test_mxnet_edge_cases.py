@@ -212,3 +212,19 @@ def test_multinomial_with_no_categories_is_an_error():
         nd.random.multinomial(nd.zeros((2, 0)))
     with pytest.raises(ValueError, match="no categories"):
         nd.random.multinomial(nd.array(np.zeros((0,), np.float32)), shape=(3,))
+
+
+def test_empty_axis_tuple_reduces_all_in_nd_and_nothing_in_np():
+    x = nd.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    for f, ref in [(nd.sum, 21.0), (nd.mean, 3.5), (nd.prod, 720.0), (nd.max, 6.0), (nd.min, 1.0)]:
+        assert f(x, axis=()).asnumpy().item() == ref
+    np.testing.assert_array_equal(mx.np.sum(x, axis=()).asnumpy(), x.asnumpy())
+
+
+def test_bool_reductions():
+    b = nd.array(np.array([True, False, False]))
+    m = nd.mean(b)
+    assert m.dtype == np.float32 and abs(m.asnumpy().item() - 1 / 3) < 1e-6
+    assert nd.sum(b).dtype == np.int64 and nd.sum(b).asnumpy().item() == 1
+    assert nd.max(b).dtype == np.bool_ and nd.max(b).asnumpy().item() is True
+    assert nd.min(b).asnumpy().item() is False

@@ -16,6 +16,9 @@ from ..context import Context, _ctx_str, current_context
 from . import ndarray as _nd_mod
 from .ndarray import NDArray, array, empty, invoke, _dtype_name, AsyncCopy
 from .ndarray import _number_arg, _shape_arg
+from ..base import MXNetIndexError as _MXNetIndexError
+from ..base import MXNetTypeError as _MXNetTypeError
+from ..base import MXNetValueError as _MXNetValueError
 
 _OPS = {name: (inputs, attrs) for name, inputs, attrs in _native.op_table()}
 
@@ -132,6 +135,8 @@ for _u in _UNARY:
 
 def _reduce_fn(op):
     def fn(data, axis=None, keepdims=False, exclude=False, out=None, name=None):  # noqa: ARG001
+        if axis == () and not exclude:  # MXNet: an empty axis tuple reduces over all axes
+            axis = None
         return _finish(invoke("_reduce", [data], op=op, axis=axis, keepdims=keepdims,
                               exclude=exclude), out)
 
@@ -251,10 +256,13 @@ def full_like(data, fill_value, out=None):
     return _finish(invoke("full_like", [data], fill_value=float(fill_value)), out)
 
 
-def concat(*data, dim=1, out=None, name=None):  # noqa: ARG001
-    """Joins arrays along ``dim``."""
+def concat(*data, dim=1, num_args=None, out=None, name=None):  # noqa: ARG001
+    """Joins arrays along ``dim``. ``num_args``, MXNet's count of inputs, is optional and
+    checked when given."""
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = data[0]
+    if num_args is not None and num_args != len(data):
+        raise _MXNetValueError(f"concat: num_args={num_args}, but {len(data)} inputs were given")
     return _finish(invoke("concat", list(data), dim=dim), out)
 
 
@@ -278,27 +286,85 @@ def slice(data, begin, end, step=(), out=None, name=None):  # noqa: A001,ARG001 
                    out)
 
 
-def split(data, num_outputs, axis=1, squeeze_axis=False):
-    """Splits into ``num_outputs`` equal parts (a list, or one array when ``num_outputs == 1``)."""
+def split(data, num_outputs, axis=1, squeeze_axis=False, out=None, name=None):  # noqa: ARG001
+    """Splits into ``num_outputs`` equal parts (a list, or one array when ``num_outputs == 1``).
+    With ``squeeze_axis=True`` the axis is removed, so its size must equal ``num_outputs``."""
+    if squeeze_axis and isinstance(data, NDArray) and isinstance(axis, (int, np.integer)):
+        shape = data.shape
+        if -len(shape) <= axis < len(shape) and shape[axis] != num_outputs:
+            raise _MXNetValueError(
+                f"split: with squeeze_axis=True the size of the split axis must equal "
+                f"num_outputs, got axis {axis} of size {shape[axis]} and "
+                f"num_outputs={num_outputs} (shape {shape})")
     res = invoke("split", [data], num_outputs=num_outputs, axis=axis, squeeze_axis=squeeze_axis)
+    if out is not None:
+        outs = [out] if isinstance(out, NDArray) else list(out)
+        parts = [res] if isinstance(res, NDArray) else res
+        if len(outs) != len(parts):
+            raise _MXNetValueError(f"split: {len(parts)} outputs, but {len(outs)} out arrays")
+        res = [_finish(p, o) for p, o in zip(parts, outs)]
+        return res[0] if len(res) == 1 else res
     return res
 
 
-def split_v2(data, indices_or_sections, axis=0, squeeze_axis=False):
-    """Splits at indices (or into equal sections), like ``numpy.split``."""
-    n = data.shape[axis]
-    if isinstance(indices_or_sections, int):
-        if n % indices_or_sections:
-            raise ValueError(f"split_v2: axis of size {n} does not divide into {indices_or_sections}")
-        step = n // indices_or_sections
-        bounds = list(range(0, n + 1, step))
+class _SplitArgError(_MXNetValueError, TypeError):
+    """A bad ``indices_or_sections`` (a ``ValueError`` in MXNet, a ``TypeError`` in NumPy)."""
+
+
+def _is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
+    """Splits at increasing indices (a tuple) or into equal sections (an int), like
+    ``numpy.split``; a single piece is returned as an NDArray, several as a list. With
+    ``squeeze_axis=True`` every piece must have size 1 along ``axis``, which is removed."""
+    if not isinstance(ary, NDArray):
+        raise _MXNetTypeError(f"split_v2: ary must be an NDArray, got {type(ary).__name__}")
+    shape = ary.shape
+    if not _is_int(axis):
+        raise _MXNetTypeError(f"split_v2: axis must be an int, got {axis!r}")
+    if not -len(shape) <= axis < len(shape):
+        raise _MXNetIndexError(
+            f"split_v2: axis {axis} is out of bounds for array of shape {shape}")
+    ax = int(axis) % len(shape)
+    n = shape[ax]
+    if _is_int(indices_or_sections):
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise _MXNetValueError(
+                f"split_v2: the number of sections must be positive, got {sections} "
+                f"(shape {shape}, axis {axis})")
+        if n % sections:
+            raise _MXNetValueError(
+                f"split_v2: array split does not result in an equal division: axis {axis} of "
+                f"size {n} into {sections} sections (shape {shape})")
+        bounds = [i * (n // sections) for i in range(sections)] + [n]
+    elif isinstance(indices_or_sections, (tuple, list)) and all(
+            _is_int(i) for i in indices_or_sections):
+        idx = [int(i) for i in indices_or_sections]
+        bounds = [0] + idx + [n]
+        for k, (b, e) in enumerate(zip(bounds[:-1], bounds[1:])):
+            if b > e or e > n:
+                raise _MXNetValueError(
+                    f"split_v2: indices must be increasing and within [0, {n}] (the size of "
+                    f"axis {axis} of shape {shape}), got {tuple(idx)}: piece {k} would span "
+                    f"[{b}, {e})")
     else:
-        bounds = [0] + list(indices_or_sections) + [n]
-    parts = [slice_axis(data, axis=axis, begin=b, end=e)  # noqa: F821
+        raise _SplitArgError(
+            f"split_v2: indices_or_sections must be an int or a tuple of ints, got "
+            f"{indices_or_sections!r} (shape {shape})")
+    if squeeze_axis:
+        for k, (b, e) in enumerate(zip(bounds[:-1], bounds[1:])):
+            if e - b != 1:
+                raise _MXNetValueError(
+                    f"split_v2: squeeze_axis=True needs pieces of size 1 along axis {axis}, "
+                    f"but piece {k} has size {e - b} (shape {shape})")
+    parts = [slice_axis(ary, axis=ax, begin=b, end=e)  # noqa: F821
              for b, e in zip(bounds[:-1], bounds[1:])]
     if squeeze_axis:
-        parts = [p.squeeze(axis=axis) if p.shape[axis] == 1 else p for p in parts]
-    return parts
+        parts = [p.squeeze(axis=ax) for p in parts]
+    return parts[0] if len(parts) == 1 else parts
 
 
 def pad(data, mode="constant", pad_width=None, constant_value=0.0, out=None):
@@ -407,6 +473,16 @@ def smooth_l1(data, scalar=1.0, out=None, name=None):  # noqa: ARG001
     mask = a < (1.0 / s2)
     return _finish(where(mask, quad, lin), out)  # noqa: F821
 
+
+# MXNet's legacy (symbol-era) operator names
+Reshape = reshape  # noqa: F821 - generated above
+Flatten = flatten  # noqa: F821
+Concat = concat
+SliceChannel = split
+SwapAxis = swapaxes  # noqa: F821
+Pad = pad
+crop = slice
+Cast = cast  # noqa: F821
 
 from . import random, linalg, contrib  # noqa: E402
 from ._fluent import install as _install_fluent  # noqa: E402

@@ -12,7 +12,7 @@ _FLUENT = [
     "flatten", "expand_dims", "squeeze", "broadcast_to", "broadcast_like", "transpose",
     "swapaxes", "slice_axis", "take", "pick", "one_hot", "clip", "softmax", "log_softmax",
     "reshape_like", "split", "tile", "repeat", "flip", "pad", "topk", "sort", "argsort",
-    "zeros_like", "ones_like", "dot", "maximum", "minimum",
+    "zeros_like", "ones_like", "dot", "maximum", "minimum", "slice", "slice_like", "split_v2",
 ]
 
 

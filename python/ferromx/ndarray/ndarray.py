@@ -311,8 +311,8 @@ def _norm_index(self, key):
     # a 0-d integer NumPy array indexes like an int (as in NumPy)
     key = tuple(int(k) if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu"
                 else k for k in key)
-    if any(isinstance(k, (NDArray, np.ndarray, list)) for k in key):
-        return None
+    if any(isinstance(k, (NDArray, np.ndarray, list, tuple)) for k in key):
+        return None  # a nested tuple is a sequence index, as in NumPy: x[((0, 1),)] == x[[0, 1]]
     shape = self.shape
     # expand Ellipsis
     n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
@@ -353,7 +353,12 @@ def _norm_index(self, key):
 
 def _getitem(self, key):
     if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool) and self.ndim > 0:
-        return self._at(int(key))
+        i, d = int(key), self.shape[0]
+        if not -d <= i < d:  # checked here: a huge int would overflow the native index
+            raise IndexError(f"index {i} is out of bounds for axis 0 with size {d}")
+        return self._at(i)
+    if isinstance(key, tuple):
+        key = tuple(list(k) if isinstance(k, tuple) else k for k in key)
     basic = _norm_index(self, key)
     if basic is None:
         return _advanced_getitem(self, key)
@@ -388,6 +393,16 @@ def _np_index(k):
     return a if a.dtype == np.bool_ or a.dtype.kind in "iu" else a.astype(np.int64)
 
 
+def _check_object_index(k, n):
+    """An index list NumPy could not make integer (e.g. holding ints beyond int64): an
+    IndexError for an out-of-range integer, as NumPy raises, else a TypeError."""
+    for v in k.reshape(-1):
+        if not isinstance(v, (numbers.Integral, np.integer)) or isinstance(v, bool):
+            raise TypeError(f"NDArray index arrays must hold integers, got {type(v).__name__}")
+        if not -n <= int(v) < n:
+            raise IndexError(f"index {int(v)} is out of bounds for axis 0 with size {n}")
+
+
 def _advanced_getitem(self, key):
     if not isinstance(key, tuple):
         key = (key,)
@@ -395,6 +410,8 @@ def _advanced_getitem(self, key):
         k = key[0]
         if isinstance(k, (list, np.ndarray)):
             k = np.asarray(k)
+            if k.dtype == object:
+                _check_object_index(k, self.shape[0])
             if k.dtype == np.bool_:
                 if k.shape != self.shape[: k.ndim]:
                     raise IndexError(f"boolean index shape {k.shape} does not match array shape {self.shape}")

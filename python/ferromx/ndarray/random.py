@@ -1,12 +1,29 @@
 """``nd.random``: sampling operators. Each draws its own seed when pushed, so
 random ops never serialise unrelated work; ``ferromx.random.seed`` makes them
-reproducible."""
+reproducible.
 
+As in MXNet, distribution parameters are either all numbers or all NDArrays of one
+shape; with NDArrays, every element is its own distribution and the result has shape
+``param.shape + shape``."""
+
+import numbers
+
+import numpy as np
+
+from ..base import MXNetTypeError, MXNetValueError
 from ..context import _ctx_str
-from .ndarray import NDArray, _dtype_name, _shape_arg, invoke
+from .ndarray import NDArray, _dtype_name, _shape_arg, array, invoke
 
 __all__ = ["uniform", "normal", "randn", "randint", "exponential", "gamma", "poisson",
            "multinomial", "shuffle"]
+
+
+class _ParamTypeError(MXNetTypeError, AssertionError):
+    """Mixed number and NDArray distribution parameters (an ``AssertionError`` in MXNet)."""
+
+
+class _ScaleError(MXNetValueError, ZeroDivisionError):
+    """``exponential(scale=0)`` (a ``ZeroDivisionError`` in MXNet, which computes ``1/scale``)."""
 
 
 def _shape(shape, op="random"):
@@ -15,31 +32,127 @@ def _shape(shape, op="random"):
     return _shape_arg(op, shape)
 
 
+def _out_dtype(op, dtype, out):
+    """The result's dtype name: ``dtype``, else ``out``'s, else None (the op's default)."""
+    if out is None:
+        return None if dtype is None else _dtype_name(dtype)
+    if not isinstance(out, NDArray):
+        raise MXNetTypeError(f"{op}: out must be an NDArray, got {type(out).__name__}")
+    if dtype is not None and _dtype_name(dtype) != out._dtype_name:
+        raise MXNetTypeError(
+            f"{op}: dtype {_dtype_name(dtype)} does not match out's dtype {out._dtype_name}")
+    return out._dtype_name
+
+
+def _store(op, res, out):
+    """Writes ``res`` into ``out`` (same shape required, as in MXNet) and returns it."""
+    if out is None:
+        return res
+    if out.shape != res.shape:
+        raise MXNetValueError(
+            f"{op}: out has shape {out.shape}, but the samples have shape {res.shape}")
+    out._slice_assign([], res)
+    return out
+
+
 def _sample(op, shape, ctx, dtype, out, **kw):
+    public = op.replace("_random_", "random.")
+    name = _out_dtype(public, dtype, out)
     if out is not None:
-        shape, ctx = out.shape, out.context
-    shape = _shape(shape, op.replace("_random_", "random."))
-    res = invoke(op, [], shape=shape, ctx=_ctx_str(ctx), dtype=_dtype_name(dtype)
-                 if dtype is not None or op != "_random_randint" else "int32", **kw)
-    if out is not None:
-        out._slice_assign([], res)
-        return out
-    return res
+        ctx = out.context
+        if shape is None:
+            shape = out.shape
+    shape = _shape(shape, public)
+    if name is None:
+        name = "int32" if op == "_random_randint" else "float32"
+    res = invoke(op, [], shape=shape, ctx=_ctx_str(ctx), dtype=name, **kw)
+    return _store(public, res, out)
+
+
+def _nd_params(op, names, params):
+    """True when the parameters are NDArrays (checked to share one shape), False when they
+    are all numbers; mixing them is an error, as in MXNet."""
+    is_nd = [isinstance(p, NDArray) for p in params]
+    if not any(is_nd):
+        return False
+    if not all(is_nd):
+        kinds = ", ".join(f"{n}={type(p).__name__}" for n, p in zip(names, params))
+        raise _ParamTypeError(
+            f"{op}: distribution parameters must all be numbers or all NDArrays, got {kinds}")
+    shapes = {p.shape for p in params}
+    if len(shapes) > 1:
+        detail = ", ".join(f"{n} {p.shape}" for n, p in zip(names, params))
+        raise MXNetValueError(f"{op}: NDArray parameters must have the same shape, got {detail}")
+    return True
+
+
+def _nd_layout(op, param, shape, dtype, out):
+    """(dtype name, sample shape, full shape, broadcast shape of a parameter) for NDArray
+    parameters: samples have shape ``param.shape + shape`` (``shape`` defaults to ())."""
+    name = _out_dtype(op, dtype, out) or "float32"
+    extra = () if shape is None else _shape_arg(op, shape)
+    pshape = param.shape
+    return name, extra, pshape + extra, pshape + (1,) * len(extra)
+
+
+def _as_param(p, bshape, name):
+    """Parameter ``p`` cast to the result dtype and shaped to broadcast over the samples."""
+    if p._dtype_name != name:
+        p = invoke("cast", [p], dtype=name)
+    return p._reshape(list(bshape)) if p.shape != bshape else p
+
+
+def _per_value(op, sampler, param, extra, name, ctx):
+    """Samples of shape ``param.shape + extra``, drawn by ``sampler(value, shape)`` once per
+    distinct value of ``param`` (for distributions without a location-scale transform)."""
+    vals = param.asnumpy().reshape(-1)  # the (small) parameter array, to loop over its values
+    uniq, inv = np.unique(vals, return_inverse=True)
+    inv = inv.reshape(-1)
+    if not np.all(np.isfinite(uniq)):
+        raise MXNetValueError(f"{op}: parameters must be finite, got {uniq[~np.isfinite(uniq)]}")
+    if len(uniq) == 1:
+        res = sampler(float(uniq[0]), (len(vals),) + extra, name, ctx)
+    else:
+        order = np.argsort(inv, kind="stable")
+        counts = np.bincount(inv, minlength=len(uniq))
+        parts = [sampler(float(v), (int(c),) + extra, name, ctx) for v, c in zip(uniq, counts)]
+        grouped = invoke("concat", parts, dim=0)
+        pos = np.empty_like(order)
+        pos[order] = np.arange(len(order))
+        res = invoke("take", [grouped, array(pos, dtype="int64", ctx=ctx)], axis=0)
+    return res._reshape(list(param.shape + extra))
 
 
 def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    """Samples U[low, high)."""
+    """Samples U[low, high); ``low``/``high`` may be NDArrays (one distribution each)."""
+    if _nd_params("random.uniform", ("low", "high"), (low, high)):
+        name, extra, full, bshape = _nd_layout("random.uniform", low, shape, dtype, out)
+        u = invoke("_random_uniform", [], low=0.0, high=1.0, shape=full,
+                   ctx=_ctx_str(low.context), dtype=name)
+        lo, hi = _as_param(low, bshape, name), _as_param(high, bshape, name)
+        return _store("random.uniform", lo + (hi - lo) * u, out)
     return _sample("_random_uniform", shape, ctx, dtype, out, low=float(low), high=float(high))
 
 
 def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    """Samples N(loc, scale²)."""
+    """Samples N(loc, scale²); ``loc``/``scale`` may be NDArrays (one distribution each)."""
+    if _nd_params("random.normal", ("loc", "scale"), (loc, scale)):
+        name, extra, full, bshape = _nd_layout("random.normal", loc, shape, dtype, out)
+        n = invoke("_random_normal", [], loc=0.0, scale=1.0, shape=full,
+                   ctx=_ctx_str(loc.context), dtype=name)
+        mu, sigma = _as_param(loc, bshape, name), _as_param(scale, bshape, name)
+        return _store("random.normal", mu + sigma * n, out)
     return _sample("_random_normal", shape, ctx, dtype, out, loc=float(loc), scale=float(scale))
 
 
-def randn(*shape, loc=0.0, scale=1.0, dtype=None, ctx=None, **kwargs):
-    """Standard normal samples of ``shape``."""
-    return normal(loc, scale, shape or (1,), dtype=dtype, ctx=ctx)
+def randn(*shape, loc=0.0, scale=1.0, dtype=None, ctx=None, out=None, **kwargs):
+    """Normal samples of ``shape`` (``param.shape + shape`` with NDArray ``loc``/``scale``)."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    nd_params = _nd_params("random.randn", ("loc", "scale"), (loc, scale))
+    if not shape:
+        shape = None if nd_params or out is not None else (1,)
+    return normal(loc, scale, shape, dtype=dtype, ctx=ctx, out=out)
 
 
 def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
@@ -48,26 +161,73 @@ def randint(low, high, shape=None, dtype=None, ctx=None, out=None, **kwargs):
 
 
 def exponential(scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    """Exponential samples with mean ``scale``."""
+    """Exponential samples with mean ``scale`` (MXNet's rate is ``lam = 1/scale``);
+    ``scale`` may be an NDArray (one distribution per element)."""
+    if isinstance(scale, NDArray):
+        name, extra, full, bshape = _nd_layout("random.exponential", scale, shape, dtype, out)
+        e = invoke("_random_exponential", [], lam=1.0, shape=full,
+                   ctx=_ctx_str(scale.context), dtype=name)
+        return _store("random.exponential", _as_param(scale, bshape, name) * e, out)
+    if isinstance(scale, numbers.Real) and not scale > 0:
+        raise _ScaleError(
+            f"random_exponential: scale must be positive (the rate is 1/scale), got {scale}")
     return _sample("_random_exponential", shape, ctx, dtype, out, lam=1.0 / float(scale))
 
 
+def _gamma_sampler(alpha, shape, name, ctx):
+    return invoke("_random_gamma", [], alpha=alpha, beta=1.0, shape=shape, ctx=_ctx_str(ctx),
+                  dtype=name)
+
+
 def gamma(alpha=1.0, beta=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    """Gamma(alpha, scale beta) samples."""
+    """Gamma(alpha, scale beta) samples; ``alpha``/``beta`` may be NDArrays. With NDArrays,
+    the (small) ``alpha`` array is read to draw once per distinct shape value."""
+    if _nd_params("random.gamma", ("alpha", "beta"), (alpha, beta)):
+        name, extra, _full, bshape = _nd_layout("random.gamma", alpha, shape, dtype, out)
+        g = _per_value("random.gamma", _gamma_sampler, alpha, extra, name, alpha.context)
+        return _store("random.gamma", _as_param(beta, bshape, name) * g, out)
     return _sample("_random_gamma", shape, ctx, dtype, out, alpha=float(alpha), beta=float(beta))
 
 
+def _poisson_sampler(lam, shape, name, ctx):
+    return invoke("_random_poisson", [], lam=lam, shape=shape, ctx=_ctx_str(ctx), dtype=name)
+
+
 def poisson(lam=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    """Poisson(lam) samples."""
+    """Poisson(lam) samples; ``lam`` may be an NDArray (read to draw once per distinct
+    value)."""
+    if isinstance(lam, NDArray):
+        name, extra, _full, _b = _nd_layout("random.poisson", lam, shape, dtype, out)
+        res = _per_value("random.poisson", _poisson_sampler, lam, extra, name, lam.context)
+        return _store("random.poisson", res, out)
     return _sample("_random_poisson", shape, ctx, dtype, out, lam=float(lam))
 
 
-def multinomial(data, shape=None, get_prob=False, dtype="int32", **kwargs):
-    """Category indices drawn from probabilities ``data`` (last axis)."""
-    if get_prob:
-        raise ValueError("multinomial: get_prob=True is not supported")
-    shape = _shape(shape, "random.multinomial") if shape else ()
-    return invoke("_sample_multinomial", [data], shape=shape, dtype=_dtype_name(dtype))
+def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwargs):
+    """Category indices drawn from probabilities ``data`` (last axis). With
+    ``get_prob=True``, returns ``[samples, log_probs]``: ``log(data)`` at each sample."""
+    if not isinstance(data, NDArray):
+        raise MXNetTypeError(f"random.multinomial: data must be an NDArray, "
+                             f"got {type(data).__name__}")
+    if shape is None:
+        shape = (1,) if data.ndim == 1 else ()
+    else:
+        shape = _shape(shape, "random.multinomial")
+    samples = invoke("_sample_multinomial", [data], shape=shape, dtype=_dtype_name(dtype))
+    samples = _store("random.multinomial", samples, out)
+    if not get_prob:
+        return samples
+    k = data.shape[-1]
+    batch = data.shape[:-1]
+    flat = invoke("_unary", [data], op="log")._reshape([data.size])
+    idx = invoke("cast", [samples], dtype="int64")
+    if batch:
+        nb = int(np.prod(batch))
+        offsets = invoke("_arange", [], start=0.0, stop=float(nb * k), step=float(k), repeat=1,
+                         ctx=_ctx_str(data.context), dtype="int64")
+        offsets = offsets._reshape(list(batch + (1,) * (samples.ndim - len(batch))))
+        idx = idx + offsets
+    return [samples, invoke("take", [flat, idx], axis=0)]
 
 
 def shuffle(data, **kwargs):

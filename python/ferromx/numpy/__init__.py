@@ -86,26 +86,36 @@ def _axis(axis):
 
 def sum(a, axis=None, keepdims=False):  # noqa: A001
     """Sum over ``axis``."""
+    if axis == ():  # NumPy: reduce over no axes (nd, like MXNet, reads () as all)
+        return a.copy()
     return _nd.sum(a, axis=axis, keepdims=keepdims)
 
 
 def mean(a, axis=None, keepdims=False):
     """Mean over ``axis``."""
+    if axis == ():  # NumPy: reduce over no axes (nd, like MXNet, reads () as all)
+        return a.copy()
     return _nd.mean(a, axis=axis, keepdims=keepdims)
 
 
 def max(a, axis=None, keepdims=False):  # noqa: A001
     """Max over ``axis``."""
+    if axis == ():  # NumPy: reduce over no axes (nd, like MXNet, reads () as all)
+        return a.copy()
     return _nd.max(a, axis=axis, keepdims=keepdims)
 
 
 def min(a, axis=None, keepdims=False):  # noqa: A001
     """Min over ``axis``."""
+    if axis == ():  # NumPy: reduce over no axes (nd, like MXNet, reads () as all)
+        return a.copy()
     return _nd.min(a, axis=axis, keepdims=keepdims)
 
 
 def prod(a, axis=None, keepdims=False):
     """Product over ``axis``."""
+    if axis == ():  # NumPy: reduce over no axes (nd, like MXNet, reads () as all)
+        return a.copy()
     return _nd.prod(a, axis=axis, keepdims=keepdims)
 
 

@@ -257,7 +257,18 @@ pub fn reduce(op: ReduceOp, x: &NDArray, axes: Option<&[i64]>, keepdims: bool, e
             }
         }
     }
-    let src = if x.dtype() == DType::Bool { ops::astype(x, DType::I64)? } else { x.clone() };
+    // Bool: sums and products count in int64 (NumPy), the mean is float32,
+    // max/min stay bool (computed in int64 and cast back).
+    let src = match (x.dtype(), op) {
+        (DType::Bool, ReduceOp::Mean) => ops::astype(x, DType::F32)?,
+        (DType::Bool, _) => ops::astype(x, DType::I64)?,
+        _ => x.clone(),
+    };
+    if x.dtype() == DType::Bool && matches!(op, ReduceOp::Max | ReduceOp::Min) {
+        let ax: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
+        let r = reduce(op, &src, Some(&ax), keepdims, false)?;
+        return ops::astype(&r, DType::Bool);
+    }
     // Split axes into contiguous blocks; reduce the last block first.
     let mut blocks: Vec<(usize, usize)> = Vec::new();
     for &a in &axes {
