@@ -7,7 +7,15 @@ import numpy as np
 from . import _native
 from .base import MXNetValueError
 from .ndarray.random import (  # noqa: F401
-    uniform, normal, randn, randint, exponential, gamma, poisson, multinomial, shuffle,
+    exponential,
+    gamma,
+    multinomial,
+    normal,
+    poisson,
+    randint,
+    randn,
+    shuffle,
+    uniform,
 )
 
 
@@ -20,7 +28,8 @@ def seed(seed_state, ctx="all"):
     """
     if not isinstance(seed_state, (numbers.Integral, np.integer)):
         raise MXNetValueError(
-            f"seed: seed_state must be int, got {type(seed_state).__name__} {seed_state!r}")
+            f"seed: seed_state must be int, got {type(seed_state).__name__} {seed_state!r}"
+        )
     state = int(seed_state) & 0xFFFFFFFF
     if ctx == "all" or ctx is None:
         _native.seed(state)

@@ -83,8 +83,9 @@ class _Counter(threading.Thread):
                 self.started_evt.set()
 
 
-@pytest.mark.parametrize("blocking", ["wait_to_read", "wait_to_write", "asnumpy", "waitall",
-                                      "item", "async_result"])
+@pytest.mark.parametrize(
+    "blocking", ["wait_to_read", "wait_to_write", "asnumpy", "waitall", "item", "async_result"]
+)
 def test_waits_release_the_gil(blocking):
     a = _ready_array(shape=(1,))
     counter = _Counter()
@@ -247,3 +248,26 @@ def test_wait_to_read_then_read_gives_computed_values():
         r.wait_to_read()
         assert_array_equal(r.asnumpy(), [1, 0.5, 0.25])
         assert_array_equal(r.asnumpy_async().result(timeout=30), [1, 0.5, 0.25])
+
+
+def test_advanced_indexing_and_assignment_run_on_the_engine():
+    # x[:, [0, 2]], x[::-1] = v and x[[1]] = v used to compute on a host copy;
+    # they are engine ops now: the calls return while x is still being written.
+    x = nd.array(np.arange(12, dtype=np.float32).reshape(3, 4))
+    x.wait_to_read()
+    _native._sleep_op(x, 400)  # a slow op holds a write on x
+    t0 = time.perf_counter()
+    cols = x[:, [0, 2]]
+    picked = x[nd.array([2, 0], dtype="int64")]
+    y = nd.zeros((3, 4))
+    y[::-1] = nd.array([1.0, 2.0, 3.0, 4.0])
+    y[[1]] = x[1:2] * 5
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 0.2, f"indexing blocked for {elapsed:.3f}s"
+    assert not cols.is_ready() and not y.is_ready()
+    xs = x.asnumpy()
+    assert_array_equal(cols.asnumpy(), xs[:, [0, 2]])
+    assert_array_equal(picked.asnumpy(), xs[[2, 0]])
+    want = np.tile(np.array([1.0, 2.0, 3.0, 4.0], np.float32), (3, 1))
+    want[1] = xs[1] * 5
+    assert_array_equal(y.asnumpy(), want)

@@ -96,8 +96,10 @@ def test_index_out_of_range(key):
 def test_index_errors_misc():
     with pytest.raises(IndexError):
         nd.sum(nd.ones((2,)))[0]  # 0-d
-    with pytest.raises(IndexError):
-        nd.ones((3,))[nd.array([0, 5])]
+    with pytest.raises(IndexError):  # host indices: checked at the call
+        nd.ones((3,))[[0, 5]]
+    with pytest.raises(IndexError):  # NDArray indices: checked on the engine, raised at the read
+        nd.ones((3,))[nd.array([0, 5])].asnumpy()
     with pytest.raises(IndexError):
         nd.ones((3,))[np.array([True, False])]  # mask shape mismatch
     with pytest.raises(TypeError):

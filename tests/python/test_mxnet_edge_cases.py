@@ -11,8 +11,8 @@ import ferromx as mx
 from ferromx import nd
 from ferromx.base import MXNetError
 
-
 # --- impossible sizes raise instead of aborting or wrapping around ---------------------
+
 
 @pytest.mark.parametrize(
     "make",
@@ -40,7 +40,12 @@ def test_allocation_error_names_op_shape_and_size():
     with pytest.raises(MXNetError) as e:
         nd.zeros((1 << 40,))
     msg = str(e.value)
-    assert msg.startswith("zeros:") and "(1099511627776,)" in msg and "float32" in msg and "4.00 TiB" in msg
+    assert (
+        msg.startswith("zeros:")
+        and "(1099511627776,)" in msg
+        and "float32" in msg
+        and "4.00 TiB" in msg
+    )
 
 
 @pytest.mark.parametrize("stop", [np.inf, -np.inf, np.nan])
@@ -56,6 +61,7 @@ def test_arange_computes_in_float32_like_mxnet():
 
 # --- integer conversions wrap like a C cast (MXNet, NumPy on x86) ----------------------
 
+
 def test_int_scalar_ops_wrap():
     u = nd.array([1, 5, 250], dtype="uint8")
     assert (u + (-1)).asnumpy().tolist() == [0, 4, 249]
@@ -70,18 +76,21 @@ def test_float_to_int_cast_wraps():
     x = nd.array([-1.7, -2.5, 300, -300])
     assert x.astype("uint8").asnumpy().tolist() == [255, 254, 44, 212]
     assert x.astype("int8").asnumpy().tolist() == [-1, -2, 44, -44]
-    assert nd.array([np.nan, np.inf]).astype("int32").asnumpy().tolist() == [-2**31, -2**31]
-    assert nd.array([np.nan, -np.inf]).astype("int64").asnumpy().tolist() == [-2**63, -2**63]
+    assert nd.array([np.nan, np.inf]).astype("int32").asnumpy().tolist() == [-(2**31), -(2**31)]
+    assert nd.array([np.nan, -np.inf]).astype("int64").asnumpy().tolist() == [-(2**63), -(2**63)]
 
 
 # --- arithmetic edge cases ----------------------------------------------------------------
+
 
 def test_float_mod_by_zero_is_zero_and_never_negative_zero():
     assert (nd.array([-7.5, 1.0]) % 0).asnumpy().tolist() == [0.0, 0.0]
     r = (nd.array([-2.0, 4.0]) % 2).asnumpy()
     assert r.tolist() == [0.0, 0.0] and not np.signbit(r).any()
     assert (nd.array([-2.0]) % nd.array([2.0])).asnumpy().tolist() == [0.0]
-    np.testing.assert_array_equal((nd.array([-7.5, 7.5]) % 2).asnumpy(), np.mod([-7.5, 7.5], 2).astype(np.float32))
+    np.testing.assert_array_equal(
+        (nd.array([-7.5, 7.5]) % 2).asnumpy(), np.mod([-7.5, 7.5], 2).astype(np.float32)
+    )
 
 
 def test_int_power_with_negative_exponent():
@@ -89,7 +98,9 @@ def test_int_power_with_negative_exponent():
     b = nd.array([-4, -3, -2, -1], dtype="int32")
     assert (a**b).asnumpy().tolist() == [1, -1, 1, 0]
     assert (nd.array([7, 3, 2, 0, 1], dtype="uint8") ** -2).asnumpy().tolist() == [0, 0, 0, 0, 1]
-    assert (nd.array([3], dtype="int64") ** 39).asnumpy().tolist() == [3**39]  # exact, not via float
+    assert (nd.array([3], dtype="int64") ** 39).asnumpy().tolist() == [
+        3**39
+    ]  # exact, not via float
 
 
 def test_sign_of_zero_and_nan():
@@ -98,7 +109,9 @@ def test_sign_of_zero_and_nan():
 
 
 def test_norm_does_not_overflow_float32():
-    np.testing.assert_allclose(nd.norm(nd.array([1e30, 1e30])).asnumpy(), np.float32(1.4142135e30), rtol=1e-6)
+    np.testing.assert_allclose(
+        nd.norm(nd.array([1e30, 1e30])).asnumpy(), np.float32(1.4142135e30), rtol=1e-6
+    )
     assert nd.norm(nd.array([1e30, 1e30])).dtype == np.float32
 
 
@@ -112,11 +125,14 @@ def test_argmax_returns_input_dtype(dtype):
 
 # --- linear algebra and shape ops with MXNet's extra arguments --------------------------
 
+
 def test_batch_dot_with_several_batch_axes():
     rng = np.random.default_rng(0)
     a = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
     b = rng.standard_normal((2, 3, 5, 6)).astype(np.float32)
-    np.testing.assert_allclose(nd.batch_dot(nd.array(a), nd.array(b)).asnumpy(), a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        nd.batch_dot(nd.array(a), nd.array(b)).asnumpy(), a @ b, rtol=1e-5, atol=1e-5
+    )
     bt = np.swapaxes(b, -1, -2).copy()
     r = nd.batch_dot(nd.array(a), nd.array(bt), transpose_b=True)
     np.testing.assert_allclose(r.asnumpy(), a @ b, rtol=1e-5, atol=1e-5)
@@ -140,7 +156,9 @@ def test_gemm2_axis():
 def test_broadcast_like_with_axes():
     r = nd.broadcast_like(nd.ones((1, 1)), nd.zeros((2, 3)), lhs_axes=(0,), rhs_axes=(1,))
     assert r.shape == (3, 1)
-    assert nd.broadcast_like(nd.ones((1, 1)), nd.zeros((2, 3)), lhs_axes=(0, 1), rhs_axes=(1, 0)).shape == (3, 2)
+    assert nd.broadcast_like(
+        nd.ones((1, 1)), nd.zeros((2, 3)), lhs_axes=(0, 1), rhs_axes=(1, 0)
+    ).shape == (3, 2)
     with pytest.raises(ValueError, match="broadcast_like"):
         nd.broadcast_like(nd.ones((1, 1)), nd.zeros((2, 3)), lhs_axes=(5,), rhs_axes=(0,))
     with pytest.raises(ValueError, match="broadcast_like"):
@@ -159,6 +177,7 @@ def test_reshape_like_with_ranges():
 
 
 # --- __setitem__ broadcasting ------------------------------------------------------------
+
 
 def test_setitem_broadcasts_value_against_integer_indexed_result():
     x = nd.zeros((2, 3, 4))
@@ -182,6 +201,7 @@ def test_setitem_into_empty_region_is_a_no_op():
 
 
 # --- random: bad parameters are errors, never hangs or garbage ----------------------------
+
 
 @pytest.mark.parametrize(
     "call",

@@ -4,13 +4,13 @@ use crate::convert::{engine_err, to_py_err};
 use crate::glue;
 use ferromx::autograd::GradReq;
 use ferromx::engine::{Engine, WaitTicket};
-use ferromx::ops::{self, BinOp, UnaryOp};
+use ferromx::ops::{self, BinOp, Idx, UnaryOp};
 use ferromx::{NDArray, Shape};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyIndexError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::pyclass::CompareOp;
-use pyo3::types::{PyBool, PyFloat, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyFloat, PyInt, PySlice, PyTuple};
 use std::time::Duration;
 
 /// Native NDArray handle. The Python package adds its pure-Python methods to
@@ -396,6 +396,28 @@ impl PyND {
         };
         ops::slice_assign(&self.a, &spec, &v).map_err(to_py_err)
     }
+    /// NumPy-style `x[key]` through the Rust indexing API (ints, slices with
+    /// any step, None, Ellipsis, and one NDArray entry: integer positions or
+    /// a bool mask). Runs on the engine; only a mask is read first.
+    fn _index(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyND>> {
+        let idx = parse_index(key)?;
+        pre_push(py);
+        let a = self.a.clone();
+        let r = py.detach(move || a.index(&idx)).map_err(to_py_err)?;
+        wrap(py, r)
+    }
+    /// NumPy-style `x[key] = value` (value broadcast to the selection), in place.
+    fn _index_assign(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let idx = parse_index(key)?;
+        let v = match other_of(value) {
+            Some(Other::Arr(v)) => v,
+            Some(Other::Num(s)) => NDArray::scalar(s, self.a.ctx()),
+            None => return Err(PyTypeError::new_err("value must be an NDArray or a number")),
+        };
+        pre_push(py);
+        let a = self.a.clone();
+        py.detach(move || a.index_assign(&idx, &v)).map_err(to_py_err)
+    }
     /// Integer index along axis 0: a view.
     fn _at(&self, py: Python<'_>, i: i64) -> PyResult<Py<PyND>> {
         let n = *self.a.dims().first().ok_or_else(|| PyIndexError::new_err("too many indices for a 0-d array"))? as i64;
@@ -480,4 +502,48 @@ pub fn array_from_buffer(
     let buf = PyBuffer::<u8>::get(obj)?;
     let a = glue::with_bytes(&buf, |b| NDArray::from_bytes(b, Shape::new(&shape), dt, c))?.map_err(to_py_err)?;
     wrap(py, a)
+}
+
+/// Converts a Python index key (an entry or a tuple of entries) to [`Idx`]s.
+fn parse_index(key: &Bound<'_, PyAny>) -> PyResult<Vec<Idx>> {
+    let items: Vec<Bound<'_, PyAny>> = match key.cast::<PyTuple>() {
+        Ok(t) => t.iter().collect(),
+        Err(_) => vec![key.clone()],
+    };
+    let py = key.py();
+    let opt = |v: Bound<'_, PyAny>| -> PyResult<Option<i64>> {
+        if v.is_none() {
+            Ok(None)
+        } else {
+            v.extract().map(Some)
+        }
+    };
+    items
+        .into_iter()
+        .map(|it| {
+            if it.is_none() {
+                Ok(Idx::NewAxis)
+            } else if it.is(py.Ellipsis()) {
+                Ok(Idx::Ellipsis)
+            } else if let Ok(s) = it.cast::<PySlice>() {
+                Ok(Idx::Slice {
+                    start: opt(s.getattr("start")?)?,
+                    stop: opt(s.getattr("stop")?)?,
+                    step: opt(s.getattr("step")?)?,
+                })
+            } else if let Ok(a) = it.cast::<PyND>() {
+                let a = a.borrow().a.clone();
+                Ok(if a.dtype() == ferromx::DType::Bool { Idx::Mask(a) } else { Idx::Array(a) })
+            } else if it.is_instance_of::<PyBool>() {
+                Err(PyTypeError::new_err("index: a bool is not a valid index entry"))
+            } else if let Ok(i) = it.extract::<i64>() {
+                Ok(Idx::Int(i))
+            } else {
+                Err(PyTypeError::new_err(format!(
+                    "index: entries must be integers, slices, None, Ellipsis or NDArrays, not {}",
+                    it.get_type().name()?
+                )))
+            }
+        })
+        .collect()
 }

@@ -286,7 +286,7 @@ def slice(data, begin, end, step=(), out=None, name=None):  # noqa: A001,ARG001 
                    out)
 
 
-def split(data, num_outputs, axis=1, squeeze_axis=False, out=None, name=None):  # noqa: ARG001
+def split(data, num_outputs, axis=1, squeeze_axis=False, out=None, name=None):
     """Splits into ``num_outputs`` equal parts (a list, or one array when ``num_outputs == 1``).
     With ``squeeze_axis=True`` the axis is removed, so its size must equal ``num_outputs``."""
     if squeeze_axis and isinstance(data, NDArray) and isinstance(axis, (int, np.integer)):

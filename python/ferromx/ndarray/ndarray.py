@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import _native
 from ..base import MXNetError, MXNetTypeError
-from ..context import Context, _ctx_str, current_context
+from ..context import Context, _ctx_str
 from .._sync import check as _check_sync
 
 __all__ = ["NDArray", "array", "empty", "invoke", "AsyncCopy"]
@@ -47,6 +47,7 @@ def _dtype_name(dtype):
 def _shape_arg(op, shape):
     """Checks a creation routine's ``shape`` (an int or a sequence of ints) and returns it
     as a tuple; otherwise raises a TypeError naming ``op``."""
+
     def is_int(d):
         return isinstance(d, (numbers.Integral, np.integer)) and not isinstance(d, (bool, np.bool_))
 
@@ -87,7 +88,9 @@ NDArray.context = property(_context, doc="The array's device context.")
 NDArray.ctx = NDArray.context
 NDArray.stype = property(lambda self: "default", doc="Storage type (always 'default').")
 NDArray.T = property(lambda self: invoke("transpose", [self]), doc="Transpose.")
-NDArray.handle = property(lambda self: self._var_id, doc="Engine var id (stands in for MXNet's handle).")
+NDArray.handle = property(
+    lambda self: self._var_id, doc="Engine var id (stands in for MXNet's handle)."
+)
 
 # ----------------------------------------------------------------------------- blocking reads
 
@@ -193,7 +196,9 @@ def asscalar(self):
 def item(self):
     """The value of a size-1 array as a Python scalar (blocks)."""
     if self.size != 1:
-        raise ValueError(f"can only convert an array of size 1 to a Python scalar (shape {self.shape})")
+        raise ValueError(
+            f"can only convert an array of size 1 to a Python scalar (shape {self.shape})"
+        )
     return _to_numpy(self, "item").reshape(()).item()
 
 
@@ -206,9 +211,7 @@ def _bool(self):
     if self.size == 0:
         return False
     if self.size != 1:
-        raise ValueError(
-            "The truth value of an NDArray with more than one element is ambiguous."
-        )
+        raise ValueError("The truth value of an NDArray with more than one element is ambiguous.")
     return bool(_to_numpy(self, "bool").reshape(()).item())
 
 
@@ -258,6 +261,7 @@ def _f32_exp_formatter(a, opts):
     if a.dtype != np.float32 or a.size == 0 or opts["suppress"] or opts["formatter"]:
         return None
     from numpy._core import arrayprint as _ap
+
     data = _ap._leading_trailing(a, opts["edgeitems"]) if a.size > opts["threshold"] else a
     finite = data[np.isfinite(data)]
     mags = np.abs(finite[finite != 0])
@@ -309,8 +313,10 @@ def _norm_index(self, key):
     if not self.shape and key == (slice(None),):
         key = ()  # MXNet accepts `x[:]` on a 0-d array as the whole array, like `x[()]`
     # a 0-d integer NumPy array indexes like an int (as in NumPy)
-    key = tuple(int(k) if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu"
-                else k for k in key)
+    key = tuple(
+        int(k) if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu" else k
+        for k in key
+    )
     if any(isinstance(k, (NDArray, np.ndarray, list, tuple)) for k in key):
         return None  # a nested tuple is a sequence index, as in NumPy: x[((0, 1),)] == x[[0, 1]]
     shape = self.shape
@@ -346,13 +352,19 @@ def _norm_index(self, key):
                 spec.append((axis, start, stop, step))
             final.append(len(range(start, stop, step)))
         else:
-            raise TypeError(f"NDArray indices must be integers, slices, None, Ellipsis or arrays, not {type(k).__name__}")
+            raise TypeError(
+                f"NDArray indices must be integers, slices, None, Ellipsis or arrays, not {type(k).__name__}"
+            )
         axis += 1
     return spec, tuple(final)
 
 
 def _getitem(self, key):
-    if isinstance(key, (numbers.Integral, np.integer)) and not isinstance(key, bool) and self.ndim > 0:
+    if (
+        isinstance(key, (numbers.Integral, np.integer))
+        and not isinstance(key, bool)
+        and self.ndim > 0
+    ):
         i, d = int(key), self.shape[0]
         if not -d <= i < d:  # checked here: a huge int would overflow the native index
             raise IndexError(f"index {i} is out of bounds for axis 0 with size {d}")
@@ -403,7 +415,66 @@ def _check_object_index(k, n):
             raise IndexError(f"index {int(v)} is out of bounds for axis 0 with size {n}")
 
 
+def _engine_key(self, key, assign=False):
+    """``key`` for the native indexer (``_index``/``_index_assign``, which run on the
+    engine): host lists and NumPy arrays become int64 or bool NDArrays, with host
+    integer indices bounds-checked here (an IndexError at the call, as in NumPy).
+    ``None`` when the key needs the NumPy fallback (several array entries, bools)."""
+    items = key if isinstance(key, tuple) else (key,)
+    out, n_adv, axis = [], 0, 0
+    n_ell = sum(1 for k in items if k is Ellipsis)
+    consumed = sum(
+        (k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1)
+        for k in items
+        if k is not None and k is not Ellipsis
+    )
+    for k in items:
+        if isinstance(k, (bool, np.bool_)):
+            return None
+        if isinstance(k, (list, tuple, np.ndarray)):
+            a = np.asarray(k)
+            if a.dtype == np.bool_:
+                k = array(a, ctx=self.context, dtype="bool")
+            elif a.dtype.kind in "iu" or a.size == 0:
+                a = a.astype(np.int64)
+                if axis < self.ndim and a.size:
+                    d = self.shape[axis]
+                    if a.min() < -d or a.max() >= d:
+                        bad = a[(a < -d) | (a >= d)][0]
+                        raise IndexError(
+                            f"index {bad} is out of bounds for axis {axis} with size {d}"
+                        )
+                k = array(a, ctx=self.context, dtype="int64")
+            else:
+                return None
+        if isinstance(k, NDArray):
+            n_adv += 1
+            axis += max(k.ndim, 1) if k._dtype_name == "bool" else 1
+        elif k is Ellipsis:
+            axis += max(self.ndim - consumed, 0) if n_ell == 1 else 0
+        elif k is not None:
+            axis += 1
+        out.append(k)
+    if n_adv > 1:
+        return None
+    if (
+        assign
+        and n_adv
+        and any(not isinstance(k, NDArray) and k is not Ellipsis and k != slice(None) for k in out)
+    ):
+        return None  # the native assignment combines an array entry with full slices only
+    return tuple(out)
+
+
 def _advanced_getitem(self, key):
+    k = _engine_key(self, key)
+    if k is not None:
+        return self._index(k)
+    return _numpy_getitem(self, key)
+
+
+def _numpy_getitem(self, key):
+    """Several advanced entries at once: NumPy's semantics on a host copy."""
     if not isinstance(key, tuple):
         key = (key,)
     if len(key) == 1 and isinstance(key[0], (list, np.ndarray, NDArray)):
@@ -414,7 +485,9 @@ def _advanced_getitem(self, key):
                 _check_object_index(k, self.shape[0])
             if k.dtype == np.bool_:
                 if k.shape != self.shape[: k.ndim]:
-                    raise IndexError(f"boolean index shape {k.shape} does not match array shape {self.shape}")
+                    raise IndexError(
+                        f"boolean index shape {k.shape} does not match array shape {self.shape}"
+                    )
                 k = np.nonzero(k.reshape(-1) if k.ndim == 1 else k)[0] if k.ndim == 1 else None
                 if k is None:
                     return array(self.asnumpy()[np.asarray(key[0])], ctx=self.context)
@@ -441,7 +514,13 @@ def _setitem(self, key, value):
         self._slice_assign([], value)
         return
     basic = _norm_index(self, key)
-    if basic is None:
+    if basic is None or any(t[3] < 0 for t in basic[0]):
+        # Advanced entries or negative steps: the native indexer, on the engine.
+        k = _engine_key(self, key, assign=True)
+        if k is not None:
+            self._index_assign(k, value)
+            return
+        # Several advanced entries: NumPy's semantics on a host copy.
         if not isinstance(key, tuple):
             key = (key,)
         np_key = tuple(_np_index(k) for k in key)
@@ -450,11 +529,6 @@ def _setitem(self, key, value):
         self._slice_assign([], array(cur, ctx=self.context, dtype=self._dtype_name))
         return
     spec, _final = basic
-    if any(t[3] < 0 for t in spec):
-        cur = self.asnumpy()
-        cur[key] = value.asnumpy() if isinstance(value, NDArray) else value
-        self._slice_assign([], array(cur, ctx=self.context, dtype=self._dtype_name))
-        return
     if isinstance(value, NDArray):
         # The value broadcasts against the indexing result (NumPy's rule); it
         # then gets size-1 dims where integers removed axes, so it lines up
@@ -464,7 +538,11 @@ def _setitem(self, key, value):
             region[ax] = len(range(b, e, s))
         final = tuple(_final)
         if value.shape != tuple(region):
-            if value.shape != final and value.size == int(np.prod(final)) and value.ndim > len(final):
+            if (
+                value.shape != final
+                and value.size == int(np.prod(final))
+                and value.ndim > len(final)
+            ):
                 value = value._reshape(list(final))  # e.g. a 1-element array into one element
             if value.shape != final:
                 try:
@@ -503,7 +581,8 @@ _INT_NAMES = ("uint8", "int8", "int32", "int64")
 def _int_result(arr, other):
     """Whether ``arr op other`` stays integer (a scalar takes the array's dtype, as in MXNet)."""
     return arr._dtype_name in _INT_NAMES and (
-        not isinstance(other, NDArray) or other._dtype_name in _INT_NAMES)
+        not isinstance(other, NDArray) or other._dtype_name in _INT_NAMES
+    )
 
 
 def _floordiv(self, other):
@@ -579,13 +658,18 @@ def array(source_array, ctx=None, dtype=None):
     name = _default_dtype(source_array) if dtype is None else _dtype_name(dtype)
     np_name = "float32" if name == "bfloat16" else name
     if np_name not in _NP_DTYPES:
-        raise TypeError(f"array: unsupported dtype {name!r} (supported: bfloat16, "
-                        f"{', '.join(_NP_DTYPES)})")
+        raise TypeError(
+            f"array: unsupported dtype {name!r} (supported: bfloat16, " f"{', '.join(_NP_DTYPES)})"
+        )
     try:
         a = _to_np(source_array, _NP_DTYPES[np_name])
     except (ValueError, TypeError, OverflowError) as e:
-        raise TypeError(f"array: cannot convert {type(source_array).__name__} to an NDArray: {e}") from e
-    res = _native.array_from_buffer(a.reshape(-1).view(np.uint8), list(a.shape), np_name, _ctx_str(ctx))
+        raise TypeError(
+            f"array: cannot convert {type(source_array).__name__} to an NDArray: {e}"
+        ) from e
+    res = _native.array_from_buffer(
+        a.reshape(-1).view(np.uint8), list(a.shape), np_name, _ctx_str(ctx)
+    )
     if name == "bfloat16":
         res = invoke("cast", [res], dtype="bfloat16")
     return res
@@ -600,8 +684,9 @@ def _rebuild(data, shape, dtype):
 
 def empty(shape, ctx=None, dtype=None):
     """An uninitialised array (ferromx fills it with zeros)."""
-    return invoke("_zeros", [], shape=_shape_arg("empty", shape), ctx=_ctx_str(ctx),
-                  dtype=_dtype_name(dtype))
+    return invoke(
+        "_zeros", [], shape=_shape_arg("empty", shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype)
+    )
 
 
 # ----------------------------------------------------------------------------- fluent methods

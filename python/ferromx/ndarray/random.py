@@ -14,8 +14,17 @@ from ..base import MXNetTypeError, MXNetValueError
 from ..context import _ctx_str
 from .ndarray import NDArray, _dtype_name, _shape_arg, array, invoke
 
-__all__ = ["uniform", "normal", "randn", "randint", "exponential", "gamma", "poisson",
-           "multinomial", "shuffle"]
+__all__ = [
+    "exponential",
+    "gamma",
+    "multinomial",
+    "normal",
+    "poisson",
+    "randint",
+    "randn",
+    "shuffle",
+    "uniform",
+]
 
 
 class _ParamTypeError(MXNetTypeError, AssertionError):
@@ -40,7 +49,8 @@ def _out_dtype(op, dtype, out):
         raise MXNetTypeError(f"{op}: out must be an NDArray, got {type(out).__name__}")
     if dtype is not None and _dtype_name(dtype) != out._dtype_name:
         raise MXNetTypeError(
-            f"{op}: dtype {_dtype_name(dtype)} does not match out's dtype {out._dtype_name}")
+            f"{op}: dtype {_dtype_name(dtype)} does not match out's dtype {out._dtype_name}"
+        )
     return out._dtype_name
 
 
@@ -50,7 +60,8 @@ def _store(op, res, out):
         return res
     if out.shape != res.shape:
         raise MXNetValueError(
-            f"{op}: out has shape {out.shape}, but the samples have shape {res.shape}")
+            f"{op}: out has shape {out.shape}, but the samples have shape {res.shape}"
+        )
     out._slice_assign([], res)
     return out
 
@@ -78,7 +89,8 @@ def _nd_params(op, names, params):
     if not all(is_nd):
         kinds = ", ".join(f"{n}={type(p).__name__}" for n, p in zip(names, params))
         raise _ParamTypeError(
-            f"{op}: distribution parameters must all be numbers or all NDArrays, got {kinds}")
+            f"{op}: distribution parameters must all be numbers or all NDArrays, got {kinds}"
+        )
     shapes = {p.shape for p in params}
     if len(shapes) > 1:
         detail = ", ".join(f"{n} {p.shape}" for n, p in zip(names, params))
@@ -126,9 +138,16 @@ def _per_value(op, sampler, param, extra, name, ctx):
 def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Samples U[low, high); ``low``/``high`` may be NDArrays (one distribution each)."""
     if _nd_params("random.uniform", ("low", "high"), (low, high)):
-        name, extra, full, bshape = _nd_layout("random.uniform", low, shape, dtype, out)
-        u = invoke("_random_uniform", [], low=0.0, high=1.0, shape=full,
-                   ctx=_ctx_str(low.context), dtype=name)
+        name, _extra, full, bshape = _nd_layout("random.uniform", low, shape, dtype, out)
+        u = invoke(
+            "_random_uniform",
+            [],
+            low=0.0,
+            high=1.0,
+            shape=full,
+            ctx=_ctx_str(low.context),
+            dtype=name,
+        )
         lo, hi = _as_param(low, bshape, name), _as_param(high, bshape, name)
         return _store("random.uniform", lo + (hi - lo) * u, out)
     return _sample("_random_uniform", shape, ctx, dtype, out, low=float(low), high=float(high))
@@ -137,9 +156,16 @@ def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwa
 def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Samples N(loc, scale²); ``loc``/``scale`` may be NDArrays (one distribution each)."""
     if _nd_params("random.normal", ("loc", "scale"), (loc, scale)):
-        name, extra, full, bshape = _nd_layout("random.normal", loc, shape, dtype, out)
-        n = invoke("_random_normal", [], loc=0.0, scale=1.0, shape=full,
-                   ctx=_ctx_str(loc.context), dtype=name)
+        name, _extra, full, bshape = _nd_layout("random.normal", loc, shape, dtype, out)
+        n = invoke(
+            "_random_normal",
+            [],
+            loc=0.0,
+            scale=1.0,
+            shape=full,
+            ctx=_ctx_str(loc.context),
+            dtype=name,
+        )
         mu, sigma = _as_param(loc, bshape, name), _as_param(scale, bshape, name)
         return _store("random.normal", mu + sigma * n, out)
     return _sample("_random_normal", shape, ctx, dtype, out, loc=float(loc), scale=float(scale))
@@ -164,19 +190,22 @@ def exponential(scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs)
     """Exponential samples with mean ``scale`` (MXNet's rate is ``lam = 1/scale``);
     ``scale`` may be an NDArray (one distribution per element)."""
     if isinstance(scale, NDArray):
-        name, extra, full, bshape = _nd_layout("random.exponential", scale, shape, dtype, out)
-        e = invoke("_random_exponential", [], lam=1.0, shape=full,
-                   ctx=_ctx_str(scale.context), dtype=name)
+        name, _extra, full, bshape = _nd_layout("random.exponential", scale, shape, dtype, out)
+        e = invoke(
+            "_random_exponential", [], lam=1.0, shape=full, ctx=_ctx_str(scale.context), dtype=name
+        )
         return _store("random.exponential", _as_param(scale, bshape, name) * e, out)
     if isinstance(scale, numbers.Real) and not scale > 0:
         raise _ScaleError(
-            f"random_exponential: scale must be positive (the rate is 1/scale), got {scale}")
+            f"random_exponential: scale must be positive (the rate is 1/scale), got {scale}"
+        )
     return _sample("_random_exponential", shape, ctx, dtype, out, lam=1.0 / float(scale))
 
 
 def _gamma_sampler(alpha, shape, name, ctx):
-    return invoke("_random_gamma", [], alpha=alpha, beta=1.0, shape=shape, ctx=_ctx_str(ctx),
-                  dtype=name)
+    return invoke(
+        "_random_gamma", [], alpha=alpha, beta=1.0, shape=shape, ctx=_ctx_str(ctx), dtype=name
+    )
 
 
 def gamma(alpha=1.0, beta=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
@@ -207,8 +236,9 @@ def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwa
     """Category indices drawn from probabilities ``data`` (last axis). With
     ``get_prob=True``, returns ``[samples, log_probs]``: ``log(data)`` at each sample."""
     if not isinstance(data, NDArray):
-        raise MXNetTypeError(f"random.multinomial: data must be an NDArray, "
-                             f"got {type(data).__name__}")
+        raise MXNetTypeError(
+            f"random.multinomial: data must be an NDArray, " f"got {type(data).__name__}"
+        )
     if shape is None:
         shape = (1,) if data.ndim == 1 else ()
     else:
@@ -223,8 +253,16 @@ def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwa
     idx = invoke("cast", [samples], dtype="int64")
     if batch:
         nb = int(np.prod(batch))
-        offsets = invoke("_arange", [], start=0.0, stop=float(nb * k), step=float(k), repeat=1,
-                         ctx=_ctx_str(data.context), dtype="int64")
+        offsets = invoke(
+            "_arange",
+            [],
+            start=0.0,
+            stop=float(nb * k),
+            step=float(k),
+            repeat=1,
+            ctx=_ctx_str(data.context),
+            dtype="int64",
+        )
         offsets = offsets._reshape(list(batch + (1,) * (samples.ndim - len(batch))))
         idx = idx + offsets
     return [samples, invoke("take", [flat, idx], axis=0)]
