@@ -98,7 +98,7 @@ fn binop(py: Python<'_>, a: &NDArray, o: &Bound<'_, PyAny>, op: BinOp, reverse: 
                 ops::binary(op, a, &b)
             }
         }
-        Other::Num(s) => ops::scalar_op(op, a, s, reverse),
+        Other::Num(s) => ops::user_scalar_op(op, a, s, reverse),
     }
     .map_err(to_py_err)?;
     Ok(wrap(py, r)?.into_any())

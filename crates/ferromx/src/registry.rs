@@ -366,7 +366,7 @@ fn invoke_op(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<ND
         "_scalar" => {
             let op = a.str(n, "op", "")?;
             let b = binop_by_name(op).ok_or_else(|| Error::value(n, format!("unknown scalar op '{op}'")))?;
-            one(ops::scalar_op(b, x(0)?, a.f64(n, "scalar", 0.0)?, a.bool(n, "reverse", false)?))
+            one(ops::user_scalar_op(b, x(0)?, a.f64(n, "scalar", 0.0)?, a.bool(n, "reverse", false)?))
         }
         "_binary" => {
             let op = a.str(n, "op", "")?;

@@ -135,8 +135,8 @@ for _u in _UNARY:
 
 def _reduce_fn(op):
     def fn(data, axis=None, keepdims=False, exclude=False, out=None, name=None):  # noqa: ARG001
-        if axis == () and not exclude:  # MXNet: an empty axis tuple reduces over all axes
-            axis = None
+        if axis is None or axis == ():  # MXNet: no axes (even with exclude) means all axes
+            axis, exclude = None, False
         return _finish(invoke("_reduce", [data], op=op, axis=axis, keepdims=keepdims,
                               exclude=exclude), out)
 

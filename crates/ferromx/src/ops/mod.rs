@@ -16,7 +16,7 @@ pub mod shape_ops;
 pub mod sort;
 
 pub use creation::*;
-pub use elemwise::binary::{binary, binary_inplace, scalar_inplace, scalar_op, BinOp};
+pub use elemwise::binary::{binary, binary_inplace, scalar_inplace, scalar_op, user_scalar_op, BinOp};
 pub use elemwise::unary::{unary, UnaryOp};
 pub use index_ops::*;
 pub use indexing::Idx;

@@ -318,6 +318,9 @@ pub fn stack(xs: &[NDArray], axis: i64) -> Result<NDArray> {
                 "all input arrays must have the same shape",
             ));
         }
+        if x.dtype() != first.dtype() {
+            return Err(Error::dtype("stack", format!("dtypes differ: {} and {}", first.dtype(), x.dtype())));
+        }
     }
     let ex: Vec<NDArray> = xs.iter().map(|x| expand_dims(x, ax as i64)).collect::<Result<_>>()?;
     concat(&ex, ax as i64)

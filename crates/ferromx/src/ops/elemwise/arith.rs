@@ -157,9 +157,11 @@ macro_rules! int_arith {
                 self.wrapping_mul(b)
             }
             #[inline(always)]
+            /// Truncating division; by zero, the C cast of the float quotient
+            /// (±inf/NaN -> the int minimum, as MXNet computes `2 / x`).
             fn div(self, b: Self) -> Self {
                 if b == 0 {
-                    0
+                    <$t as crate::dtype::Elem>::from_f64(self as f64 / 0.0)
                 } else {
                     self.wrapping_div(b)
                 }
@@ -178,11 +180,12 @@ macro_rules! int_arith {
                 }
             }
             #[inline(always)]
-            /// Exact (wrapping) for `b >= 0`; a negative exponent goes through a
-            /// float power and a C cast, as in MXNet (`1`, `±1` for -1, else 0).
+            /// As MXNet: a float power and a C cast (exact whenever the result
+            /// fits; overflow gives the cast of a huge value, e.g. 0 for uint8),
+            /// except int64, which is computed exactly (wrapping) for `b >= 0`.
             fn pow_(self, b: Self) -> Self {
                 #[allow(unused_comparisons)]
-                if b < 0 {
+                if b < 0 || std::mem::size_of::<$t>() <= 4 {
                     return <$t as crate::dtype::Elem>::from_f64((self as f64).powf(b as f64));
                 }
                 let mut r: $t = 1;

@@ -288,6 +288,17 @@ fn binary_grad(op: BinOp, a: &NDArray, b: &NDArray, o: &NDArray, g: &NDArray) ->
     })
 }
 
+/// [`scalar_op`] as a user's `x + 1` means it: arithmetic on a bool array
+/// computes in int64, as in MXNet (internal callers keep the array's dtype).
+pub fn user_scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArray> {
+    if a.dtype() == DType::Bool
+        && matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Mod | BinOp::Pow)
+    {
+        return scalar_op(op, &ops::astype(a, DType::I64)?, s, reverse);
+    }
+    scalar_op(op, a, s, reverse)
+}
+
 /// `op(a, s)` (or `op(s, a)` when `reverse`) for a Python scalar `s`.
 ///
 /// As in MXNet's `nd`, the result keeps `a`'s dtype (the scalar is cast).
@@ -315,6 +326,9 @@ pub fn scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArra
                     BinOp::Add => run!(|p: T, q: T| p.add(q)),
                     BinOp::Sub => run!(|p: T, q: T| p.sub(q)),
                     BinOp::Mul => run!(|p: T, q: T| p.mul(q)),
+                    // Integers, `s / x`: the float quotient, C-cast (MXNet), so 2 / 0 is
+                    // the int minimum. (`x / s` casts `s` first, as MXNet does.)
+                    BinOp::Div if reverse && !dt.is_float() => map1(x, o, move |v: T| T::from_f64(s / v.to_f64())),
                     BinOp::Div => run!(|p: T, q: T| p.div(q)),
                     BinOp::Mod => run!(|p: T, q: T| p.rem(q)),
                     // A negative exponent must not wrap into a huge one (uint8 ** -2).
