@@ -271,3 +271,31 @@ def test_advanced_indexing_and_assignment_run_on_the_engine():
     want = np.tile(np.array([1.0, 2.0, 3.0, 4.0], np.float32), (3, 1))
     want[1] = xs[1] * 5
     assert_array_equal(y.asnumpy(), want)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        ([0, 2], [1, 3]),  # several index arrays: gather_nd
+        ([[0], [2]], [1, 3]),  # broadcast index arrays
+        (0, [1, 3], 2),  # an array between integers
+        (slice(1, 3), [0, 3]),  # an array after a partial slice
+        ([1, 2], Ellipsis),
+    ],
+)
+def test_multi_array_indexing_and_assignment_run_on_the_engine(key):
+    xn = np.arange(4 * 5 * 6, dtype=np.float32).reshape(4, 5, 6)
+    x = nd.array(xn)
+    x.wait_to_read()
+    _native._sleep_op(x, 300)  # a slow op holds a write on x
+    t0 = time.perf_counter()
+    got = x[key]
+    y = nd.array(xn)
+    y[key] = x[key] * 2
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 0.15, f"indexing blocked for {elapsed:.3f}s"
+    assert not got.is_ready() and not y.is_ready()
+    assert_array_equal(got.asnumpy(), xn[key])
+    want = xn.copy()
+    want[key] = xn[key] * 2
+    assert_array_equal(y.asnumpy(), want)

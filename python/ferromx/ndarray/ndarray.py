@@ -470,7 +470,62 @@ def _advanced_getitem(self, key):
     k = _engine_key(self, key)
     if k is not None:
         return self._index(k)
+    arrays = _leading_int_arrays(self, key)
+    if arrays is not None:
+        # x[a0, a1, ..., ak-1, :, ...]: one gather_nd on the engine.
+        shape = np.broadcast_shapes(*(a.shape for a in arrays))
+        idx = invoke("stack", [a.broadcast_to(shape) for a in arrays], axis=0)
+        return invoke("gather_nd", [self, idx])
     return _numpy_getitem(self, key)
+
+
+def _leading_int_arrays(self, key):
+    """The integer index arrays (as int64 NDArrays) of a key made of two or more
+    integer arrays on the leading axes followed only by full slices / Ellipsis;
+    ``None`` for any other key. Host arrays are bounds-checked here."""
+    items = key if isinstance(key, tuple) else (key,)
+    arrays = []
+    for k in items:
+        if isinstance(k, NDArray) and k._dtype_name != "bool":
+            arrays.append(k if k._dtype_name == "int64" else k.astype("int64"))
+        elif isinstance(k, (list, tuple, np.ndarray)) and np.asarray(k).dtype.kind in "iu":
+            a = np.asarray(k).astype(np.int64)
+            ax = len(arrays)
+            d = self.shape[ax] if ax < self.ndim else 0
+            if a.size and (a.min() < -d or a.max() >= d):
+                bad = a[(a < -d) | (a >= d)][0]
+                raise IndexError(f"index {bad} is out of bounds for axis {ax} with size {d}")
+            arrays.append(array(a, ctx=self.context, dtype="int64"))
+        else:
+            break
+    rest = items[len(arrays) :]
+    if len(arrays) < 2 or len(arrays) > self.ndim:
+        return None
+    if any(not (k is Ellipsis or (isinstance(k, slice) and k == slice(None))) for k in rest):
+        return None
+    try:
+        np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError as err:
+        raise IndexError(
+            "shape mismatch: indexing arrays could not be broadcast together with shapes "
+            + " ".join(str(a.shape) for a in arrays)
+        ) from err
+    return arrays
+
+
+def _flat_positions(self, key):
+    """Flat element positions that ``self[key]`` selects, computed on the engine
+    (the same indexing applied to ``arange(size)``); ``None`` if unsupported."""
+    from . import arange  # the generated nd functions import this module
+
+    pos = arange(0, self.size, dtype="int64", ctx=self.context).reshape(self.shape)
+    k = _engine_key(pos, key)
+    if k is not None:
+        return pos._index(k)
+    arrays = _leading_int_arrays(pos, key)
+    if arrays is not None:
+        return _advanced_getitem(pos, key)
+    return None
 
 
 def _numpy_getitem(self, key):
@@ -520,7 +575,20 @@ def _setitem(self, key, value):
         if k is not None:
             self._index_assign(k, value)
             return
-        # Several advanced entries: NumPy's semantics on a host copy.
+        # Other array keys: find the selected flat positions on the engine, then
+        # assign through a flat view (still no computing on this thread).
+        pos = _flat_positions(self, key)
+        if pos is not None:
+            if isinstance(value, NDArray) and value.shape != pos.shape:
+                if value.size == pos.size and value.ndim > pos.ndim:
+                    value = value._reshape(list(pos.shape))
+                else:
+                    value = value.broadcast_to(pos.shape)
+            if isinstance(value, NDArray):
+                value = value._reshape([pos.size])
+            self._reshape([self.size])._index_assign((pos._reshape([pos.size]),), value)
+            return
+        # Several masks or mixed masks and arrays: NumPy's semantics on a host copy.
         if not isinstance(key, tuple):
             key = (key,)
         np_key = tuple(_np_index(k) for k in key)
