@@ -18,7 +18,12 @@ family. A file whose first line is ``#! np_shape`` is recorded with
 "unknown" and rejects zero-size and 0-d arrays; ferromx always has NumPy shape
 semantics). Cases must not crash or hang MXNet and should stay small. Left out because they
 kill MXNet 1.9.1 (SIGFPE): integer array / 0, int32 ``-2**31 / -1``, and under np_shape
-``dot`` of zero-size operands and ``nd.zeros((0,3)).reshape((0,-1))``.
+``dot`` of zero-size operands and ``nd.zeros((0,3)).reshape((0,-1))``; (abort/SIGSEGV, or
+not deterministic): ``nd.reshape(x, shape=...)`` (the operator, not the method) with invalid
+special codes such as ``(-2,-1)``, ``(1,-2)``, ``(-3,)``, ``(-4,1,-1,0,0)``, ``(-2,-2)``;
+``nd.reshape`` to a larger size (reads past the input); ``nd.transpose`` with a repeated
+axis; an out-of-range integer-array ``setitem`` (``x[[5]] = 1``); ``scatter_nd`` with NaN or
+huge indices; ``random.multinomial`` of an empty array; ``random.randint(5, 5)``.
 
 Each family is recorded in its own process; in np_shape families every case that raises is
 recorded again in a fresh process (MXNet sometimes fails zero-size/0-d cases only because of
