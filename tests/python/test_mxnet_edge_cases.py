@@ -248,3 +248,41 @@ def test_bool_reductions():
     assert nd.sum(b).dtype == np.int64 and nd.sum(b).asnumpy().item() == 1
     assert nd.max(b).dtype == np.bool_ and nd.max(b).asnumpy().item() is True
     assert nd.min(b).asnumpy().item() is False
+
+
+@pytest.mark.parametrize(
+    "key",
+    [(0, slice(None), [0, 1, 2]), ([1, 0], slice(None), 2), (slice(None), 1, slice(None), [0, 3])],
+)
+def test_separated_advanced_indices_put_their_dims_first(key):
+    xn = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)[..., :4]
+    xn = np.ascontiguousarray(xn) if len(key) == 4 else xn[..., 0]
+    x = nd.array(xn)
+    np.testing.assert_array_equal(x[key].asnumpy(), xn[key])
+    y, yn = nd.array(xn), xn.copy()
+    v = np.arange(xn[key].size, dtype=np.float32).reshape(xn[key].shape)
+    y[key] = nd.array(v)
+    yn[key] = v
+    np.testing.assert_array_equal(y.asnumpy(), yn)
+
+
+def test_clip_int_bounds_beyond_the_dtype_range():
+    assert nd.clip(nd.array([1, 5, 9], dtype="uint8"), -1, 300).asnumpy().tolist() == [1, 5, 9]
+    assert nd.clip(nd.array([1, 5, 9], dtype="int32"), -(2**40), 2**40).asnumpy().tolist() == [
+        1,
+        5,
+        9,
+    ]
+    assert nd.clip(nd.array([1, 5, 9], dtype="uint8"), 2, 6).asnumpy().tolist() == [2, 5, 6]
+
+
+def test_negative_binomial_moments():
+    mx.random.seed(3)
+    s = nd.random.negative_binomial(k=3, p=0.4, shape=(20000,)).asnumpy()
+    assert s.dtype == np.float32 and s.min() >= 0 and np.all(s == np.round(s))
+    assert abs(s.mean() - 3 * 0.6 / 0.4) < 0.15  # mean k(1-p)/p = 4.5
+    g = nd.random.generalized_negative_binomial(mu=2.0, alpha=0.5, shape=(20000,)).asnumpy()
+    assert abs(g.mean() - 2.0) < 0.1 and abs(g.var() - (2.0 + 0.5 * 4.0)) < 0.4  # mu + alpha mu^2
+    with pytest.raises(ValueError, match="negative_binomial"):
+        nd.random.negative_binomial(k=3, p=1.5, shape=(2,))
+    assert nd.random.uniform_like(nd.zeros((2, 3), dtype="float64")).dtype == np.float64

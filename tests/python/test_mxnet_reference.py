@@ -51,6 +51,8 @@ _ZERO_SIZE = r"nd\.(zeros|ones)\(\((\d+,)*0(,\d+)*,?\)\)"
 # pattern (re.search on the case expression) -> reason. The case is skipped with this reason
 # when (and only when) ferromx's result differs from MXNet's. Entries whose reason starts with
 # "lenient" (ferromx accepts what MXNet rejects) only apply where MXNet raised.
+_BOOL_NP_INDEX = r"(np\.array\(\[+(True|False)|\[(True|False),|\[(True|False)\]$)"
+
 KNOWN_DIFFERENCES = {
     # --- documented in docs/architecture.md, "Documented differences from MXNet 1.9.1"
     r"^(str\()?nd\.array\(A\([^()]*\)\)\)?$": (
@@ -201,75 +203,45 @@ KNOWN_DIFFERENCES = {
     r"^\(lambda r: .*\)\(nd\.random\.\w+\(shape=\(0,": (
         "lenient: random sampling into a zero-size shape"
     ),
-}
-
-# pattern -> reason. Differences that are NOT intentional (ferromx bugs, or behaviour that
-# is deliberate but undocumented); the cases are xfail(strict=True).
-_BOOL_NP_INDEX = r"(np\.array\(\[+(True|False)|\[(True|False),|\[(True|False)\]$)"
-
-KNOWN_BUGS: dict = {
-    # --- real bugs
-    r"^nd\.arange\(24\)\.reshape\(\(2,3,4\)\)\[0,:,\[0,1,2\]\]$"
-    r"|x\[0,:,\[0,1\]\]=nd\.ones\(\(3,2\)\)\*8": (
-        "x[0,:,[0,1,2]] (advanced indices separated by a slice) must put the advanced "
-        "dimension first (NumPy and MXNet): ferromx orders the result as if the integer and the "
-        "list were adjacent, so values are transposed and setitem accepts a (3,2) value"
-    ),
-    r"^nd\.clip\(nd\.array\(\[1,5,9\],dtype='uint8'\),-1,300\)$": (
-        "clip on uint8 casts the bounds to uint8 first (-1 -> 255, 300 -> 44) and returns "
-        "[44,44,44]; MXNet clips to [1,5,9]"
-    ),
-    r"^nd\.clip\(nd\.array\(\[1,5,9\],dtype='int32'\),-2\*\*40,2\*\*40\)$": (
-        "clip on int32 with bounds outside int32 casts them (to -2**31) and returns all "
-        "-2147483648; MXNet returns [1,5,9]"
-    ),
-    r"^nd\.take\(.*nd\.array\(\[1\.9,-0\.5\]\),axis=1,mode='wrap'\)$": (
-        "take(mode='wrap') floors a negative fractional index (-0.5 -> -1 -> 2); MXNet "
-        "truncates it toward zero (-> 0)"
-    ),
-    r"^nd\.concatenate\(": "nd.concatenate is missing (MXNet 1.9.1 has it)",
-    r"^nd\.stack\(.*num_args=2\)$": "nd.stack rejects the num_args keyword (MXNet accepts it)",
-    r"nd\.random\.(negative_binomial|generalized_negative_binomial|uniform_like|normal_like)\(": (
-        "nd.random.negative_binomial/generalized_negative_binomial/uniform_like/normal_like "
-        "are missing"
-    ),
-    # --- deliberate but undocumented (not listed in docs/architecture.md)
+    # NumPy semantics kept on purpose (docs/architecture.md, differences section)
     r"^nd\.arange\(24\)\.reshape\(\(2,3,4\)\)\[(:,|1:,)?"
     + _BOOL_NP_INDEX
     + r"|^nd\.arange\(24\)\.reshape\(\(2,3,4\)\)\[(True|False)\]$"
     + r"|^!x=nd\.arange\(24\)\.reshape\(\(2,3,4\)\); x\[(:,)?np\.array\(\[+(True|False)": (
         "NumPy bool arrays/lists (and True/False) used as indices are masks in ferromx (NumPy "
         "semantics); MXNet 1.9.1's legacy nd treats them as integer indices 0/1 (x[True] is "
-        "x[1]) -- undocumented"
+        "x[1])"
     ),
     r"^nd\.arange\(24\)\.reshape\(\(2,3,4\)\)\[\[0,1\],\[0,1\],None\]$": (
-        "x[[0,1],[0,1],None] has shape (2,1,4) in ferromx (NumPy); MXNet gives (1,2,4) -- "
-        "undocumented"
+        "x[[0,1],[0,1],None] has shape (2,1,4) in ferromx (NumPy); MXNet gives (1,2,4)"
     ),
     r"^nd\.reshape\(nd\.arange\(120\)\.reshape\(\(2,3,4,5\)\),shape=\(7,-1\)": (
         "nd.reshape to (7,-1) raises in ferromx (120 is not divisible by 7); MXNet silently "
-        "returns a (7,17) array of the first 119 elements -- undocumented"
+        "returns a (7,17) array of the first 119 elements"
     ),
     r"^nd\.(flip|reverse)\(.*axis=\(1,1\)\)$": (
         "flip with a repeated axis raises ('duplicate axis'); MXNet flips that axis twice "
-        "(identity) -- undocumented"
+        "(identity)"
     ),
     r"^nd\.repeat\(nd\.arange\(6\)\.reshape\(\(2,3\)\),repeats=0,axis=0\)$": (
-        "repeat(repeats=0, axis=0) of a (2,3) array has shape (0,3) (NumPy); MXNet gives (0,) "
-        "-- undocumented"
+        "repeat(repeats=0, axis=0) of a (2,3) array has shape (0,3) (NumPy); MXNet gives (0,)"
     ),
     r"^nd\.pad\(.*pad_width=\(0,0,0,0,-1,": (
-        "pad with a negative width raises; MXNet crops that side -- undocumented"
+        "pad with a negative width raises; MXNet crops that side"
     ),
     r"^nd\.scatter_nd\(nd\.array\(\[1,2\]\),nd\.array\(\[\[0,-1\],\[2,0\]\]\)": (
-        "scatter_nd wraps a negative index (-1 -> last row) NumPy-style; MXNet drops that "
-        "update -- undocumented"
+        "scatter_nd wraps a negative index (-1 -> last row) NumPy-style; MXNet drops that " "update"
     ),
     r"^nd\.(sort|argsort|topk)\(nd\.array\(\[3,np\.nan,1,-np\.inf,np\.inf,0\]\)": (
         "NaN sorts as the largest value (NumPy order); MXNet's order around NaN is arbitrary "
-        "(its comparisons with NaN are false) -- undocumented"
+        "(its comparisons with NaN are false)"
     ),
 }
+
+# pattern -> reason. Differences that are NOT intentional (ferromx bugs); the cases are
+# xfail(strict=True), so a fix shows up as a failure until its entry is removed.
+
+KNOWN_BUGS: dict = {}
 
 
 # ----------------------------------------------------------------------------- loading
@@ -438,10 +410,10 @@ def test_mxnet_reference(expr, expected):
     diff = _diff(expr, expected)
     if diff is None:
         return
-    reason = _match(KNOWN_DIFFERENCES, expr)
     # a "lenient" entry only covers cases where MXNet raised
-    if reason is not None and (expected.get("error") or not reason.startswith("lenient")):
-        pytest.skip("documented difference from MXNet 1.9.1: " + reason)
+    for pat, reason in KNOWN_DIFFERENCES.items():
+        if re.search(pat, expr) and (expected.get("error") or not reason.startswith("lenient")):
+            pytest.skip("documented difference from MXNet 1.9.1: " + reason)
     pytest.fail(f"{expr}\n  {diff}")
 
 

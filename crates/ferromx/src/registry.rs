@@ -266,6 +266,8 @@ op_table! {
     "_random_exponential": [] ["lam", "shape", "ctx", "dtype"];
     "_random_gamma": [] ["alpha", "beta", "shape", "ctx", "dtype"];
     "_random_poisson": [] ["lam", "shape", "ctx", "dtype"];
+    "_random_negative_binomial": [] ["k", "p", "shape", "ctx", "dtype"];
+    "_random_generalized_negative_binomial": [] ["mu", "alpha", "shape", "ctx", "dtype"];
     "_shuffle": ["data"] [];
     "_sample_multinomial": ["data"] ["shape", "dtype"];
 }
@@ -628,13 +630,19 @@ fn invoke_op(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<ND
         | "_random_randint"
         | "_random_exponential"
         | "_random_gamma"
-        | "_random_poisson" => {
+        | "_random_poisson"
+        | "_random_negative_binomial"
+        | "_random_generalized_negative_binomial" => {
             let dist = match name {
                 "_random_uniform" => random::Dist::Uniform(a.f64(n, "low", 0.0)?, a.f64(n, "high", 1.0)?),
                 "_random_normal" => random::Dist::Normal(a.f64(n, "loc", 0.0)?, a.f64(n, "scale", 1.0)?),
                 "_random_randint" => random::Dist::RandInt(a.i64(n, "low", 0)?, a.i64(n, "high", 1)?),
                 "_random_exponential" => random::Dist::Exponential(a.f64(n, "lam", 1.0)?),
                 "_random_gamma" => random::Dist::Gamma(a.f64(n, "alpha", 1.0)?, a.f64(n, "beta", 1.0)?),
+                "_random_negative_binomial" => random::Dist::NegBinomial(a.f64(n, "k", 1.0)?, a.f64(n, "p", 1.0)?),
+                "_random_generalized_negative_binomial" => {
+                    random::Dist::GenNegBinomial(a.f64(n, "mu", 1.0)?, a.f64(n, "alpha", 1.0)?)
+                }
                 _ => random::Dist::Poisson(a.f64(n, "lam", 1.0)?),
             };
             let default_dt = if name == "_random_randint" { DType::I32 } else { DType::F32 };

@@ -23,19 +23,68 @@ from ..base import MXNetValueError as _MXNetValueError
 _OPS = {name: (inputs, attrs) for name, inputs, attrs in _native.op_table()}
 
 _UNARY = [
-    "negative", "abs", "sign", "square", "relu", "sqrt", "rsqrt", "cbrt", "exp", "expm1", "log",
-    "log2", "log10", "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh", "cosh",
-    "tanh", "arcsinh", "arccosh", "arctanh", "floor", "ceil", "round", "rint", "fix", "trunc",
-    "reciprocal", "sigmoid", "softsign", "erf", "gamma", "gammaln", "logical_not", "degrees",
+    "negative",
+    "abs",
+    "sign",
+    "square",
+    "relu",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "exp",
+    "expm1",
+    "log",
+    "log2",
+    "log10",
+    "log1p",
+    "sin",
+    "cos",
+    "tan",
+    "arcsin",
+    "arccos",
+    "arctan",
+    "sinh",
+    "cosh",
+    "tanh",
+    "arcsinh",
+    "arccosh",
+    "arctanh",
+    "floor",
+    "ceil",
+    "round",
+    "rint",
+    "fix",
+    "trunc",
+    "reciprocal",
+    "sigmoid",
+    "softsign",
+    "erf",
+    "gamma",
+    "gammaln",
+    "logical_not",
+    "degrees",
     "radians",
 ]
 _REDUCE = ["sum", "mean", "prod", "max", "min", "nansum", "nanprod"]
 _BINARY = {
-    "add": "add", "subtract": "sub", "multiply": "mul", "divide": "div", "modulo": "mod",
-    "power": "pow", "maximum": "maximum", "minimum": "minimum", "hypot": "hypot",
-    "equal": "equal", "not_equal": "not_equal", "greater": "greater",
-    "greater_equal": "greater_equal", "lesser": "lesser", "lesser_equal": "lesser_equal",
-    "logical_and": "logical_and", "logical_or": "logical_or", "logical_xor": "logical_xor",
+    "add": "add",
+    "subtract": "sub",
+    "multiply": "mul",
+    "divide": "div",
+    "modulo": "mod",
+    "power": "pow",
+    "maximum": "maximum",
+    "minimum": "minimum",
+    "hypot": "hypot",
+    "equal": "equal",
+    "not_equal": "not_equal",
+    "greater": "greater",
+    "greater_equal": "greater_equal",
+    "lesser": "lesser",
+    "lesser_equal": "lesser_equal",
+    "logical_and": "logical_and",
+    "logical_or": "logical_or",
+    "logical_xor": "logical_xor",
 }
 
 
@@ -70,13 +119,11 @@ def _make_op(name, inputs, attrs, public):
                     ins.append(a)
                 else:
                     rest.append(a)
-            for nm in inputs[len(ins):]:
+            for nm in inputs[len(ins) :]:
                 ins.append(kwargs.pop(nm, None))
             for a in ins:
                 if a is not None and not isinstance(a, NDArray):
-                    raise TypeError(
-                        f"{public}: input must be an NDArray, got {type(a).__name__}"
-                    )
+                    raise TypeError(f"{public}: input must be an NDArray, got {type(a).__name__}")
         for nm, v in zip(attrs, rest):
             kwargs[nm] = v
         for k in ("ctx",):
@@ -114,8 +161,14 @@ def _update_fn(gen):
     return fn
 
 
-for _u in ("sgd_update", "sgd_mom_update", "nag_mom_update", "adam_update", "rmsprop_update",
-           "adagrad_update"):
+for _u in (
+    "sgd_update",
+    "sgd_mom_update",
+    "nag_mom_update",
+    "adam_update",
+    "rmsprop_update",
+    "adagrad_update",
+):
     if _u in _g:
         _g[_u] = _update_fn(_g[_u])
 
@@ -137,8 +190,9 @@ def _reduce_fn(op):
     def fn(data, axis=None, keepdims=False, exclude=False, out=None, name=None):  # noqa: ARG001
         if axis is None or axis == ():  # MXNet: no axes (even with exclude) means all axes
             axis, exclude = None, False
-        return _finish(invoke("_reduce", [data], op=op, axis=axis, keepdims=keepdims,
-                              exclude=exclude), out)
+        return _finish(
+            invoke("_reduce", [data], op=op, axis=axis, keepdims=keepdims, exclude=exclude), out
+        )
 
     fn.__name__ = op
     fn.__doc__ = f"``{op}`` over ``axis`` (int or tuple, negative allowed; None: all)."
@@ -195,11 +249,26 @@ def _binary_fn(public, op):
 
 for _pub, _op in _BINARY.items():
     _g[_pub] = _binary_fn(_pub, _op)
-    _g["broadcast_" + ("sub" if _pub == "subtract" else "mul" if _pub == "multiply" else
-                       "div" if _pub == "divide" else "mod" if _pub == "modulo" else
-                       _pub)] = _g[_pub]
-    _g["elemwise_" + ("sub" if _pub == "subtract" else "mul" if _pub == "multiply" else
-                      "div" if _pub == "divide" else _pub)] = _g[_pub]
+    _g[
+        "broadcast_"
+        + (
+            "sub"
+            if _pub == "subtract"
+            else (
+                "mul"
+                if _pub == "multiply"
+                else "div" if _pub == "divide" else "mod" if _pub == "modulo" else _pub
+            )
+        )
+    ] = _g[_pub]
+    _g[
+        "elemwise_"
+        + (
+            "sub"
+            if _pub == "subtract"
+            else "mul" if _pub == "multiply" else "div" if _pub == "divide" else _pub
+        )
+    ] = _g[_pub]
 broadcast_plus = add  # noqa: F821 - generated above
 broadcast_minus = subtract  # noqa: F821
 broadcast_lesser = lesser  # noqa: F821 - generated above
@@ -212,43 +281,65 @@ softrelu = _unary_fn("softrelu")
 
 def zeros(shape, ctx=None, dtype=None, **kwargs):
     """Zeros of ``shape``."""
-    return invoke("_zeros", [], shape=_shape_arg("zeros", shape), ctx=_ctx_str(ctx),
-                  dtype=_dtype_name(dtype))
+    return invoke(
+        "_zeros", [], shape=_shape_arg("zeros", shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype)
+    )
 
 
 def ones(shape, ctx=None, dtype=None, **kwargs):
     """Ones of ``shape``."""
-    return invoke("_ones", [], shape=_shape_arg("ones", shape), ctx=_ctx_str(ctx),
-                  dtype=_dtype_name(dtype))
+    return invoke(
+        "_ones", [], shape=_shape_arg("ones", shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype)
+    )
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):
     """``val`` everywhere."""
     value = _number_arg("full", "val", val)
-    res = invoke("_full", [], shape=_shape_arg("full", shape), value=value, ctx=_ctx_str(ctx),
-                 dtype=_dtype_name(dtype))
+    res = invoke(
+        "_full",
+        [],
+        shape=_shape_arg("full", shape),
+        value=value,
+        ctx=_ctx_str(ctx),
+        dtype=_dtype_name(dtype),
+    )
     return _finish(res, out)
 
 
 def arange(start, stop=None, step=1.0, repeat=1, infer_range=False, ctx=None, dtype=None):
     """MXNet ``arange`` (values repeated ``repeat`` times)."""
-    return invoke("_arange", [], start=_number_arg("arange", "start", start),
-                  stop=None if stop is None else _number_arg("arange", "stop", stop),
-                  step=_number_arg("arange", "step", step), repeat=int(repeat),
-                  ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
+    return invoke(
+        "_arange",
+        [],
+        start=_number_arg("arange", "start", start),
+        stop=None if stop is None else _number_arg("arange", "stop", stop),
+        step=_number_arg("arange", "step", step),
+        repeat=int(repeat),
+        ctx=_ctx_str(ctx),
+        dtype=_dtype_name(dtype),
+    )
 
 
 def linspace(start, stop, num, endpoint=True, ctx=None, dtype=None):
     """``num`` evenly spaced values."""
-    return invoke("_linspace", [], start=_number_arg("linspace", "start", start),
-                  stop=_number_arg("linspace", "stop", stop), num=int(num),
-                  endpoint=bool(endpoint), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype))
+    return invoke(
+        "_linspace",
+        [],
+        start=_number_arg("linspace", "start", start),
+        stop=_number_arg("linspace", "stop", stop),
+        num=int(num),
+        endpoint=bool(endpoint),
+        ctx=_ctx_str(ctx),
+        dtype=_dtype_name(dtype),
+    )
 
 
 def eye(N, M=0, k=0, ctx=None, dtype=None):
     """2-d array with ones on diagonal ``k``."""
-    return invoke("_eye", [], N=int(N), M=int(M), k=int(k), ctx=_ctx_str(ctx),
-                  dtype=_dtype_name(dtype))
+    return invoke(
+        "_eye", [], N=int(N), M=int(M), k=int(k), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype)
+    )
 
 
 def full_like(data, fill_value, out=None):
@@ -266,24 +357,31 @@ def concat(*data, dim=1, num_args=None, out=None, name=None):  # noqa: ARG001
     return _finish(invoke("concat", list(data), dim=dim), out)
 
 
-def stack(*data, axis=0, out=None, name=None):  # noqa: ARG001
-    """Joins arrays along a new ``axis``."""
+def stack(*data, axis=0, num_args=None, out=None, name=None):  # noqa: ARG001
+    """Joins arrays along a new ``axis``. ``num_args`` is checked when given."""
     if len(data) == 1 and isinstance(data[0], (list, tuple)):
         data = data[0]
+    if num_args is not None and num_args != len(data):
+        raise _MXNetValueError(f"stack: num_args={num_args}, but {len(data)} inputs were given")
     return _finish(invoke("stack", list(data), axis=axis), out)
 
 
-_NONE_INDEX = -(2 ** 63)  # how `None` entries of slice's begin/end/step reach the operator
+def concatenate(arrays, axis=0, always_copy=True):  # noqa: ARG001 - copies always
+    """MXNet's ``nd.concatenate``: joins a list of arrays along ``axis`` (default 0)."""
+    return concat(*arrays, dim=axis)
+
+
+_NONE_INDEX = -(2**63)  # how `None` entries of slice's begin/end/step reach the operator
 
 
 def slice(data, begin, end, step=(), out=None, name=None):  # noqa: A001,ARG001 - MXNet's name
     """MXNet ``slice``: ``begin``/``end``/``step`` tuples over the leading axes; ``None``
     entries take the default for their axis. Always a copy."""
+
     def ints(t):
         return tuple(_NONE_INDEX if v is None else int(v) for v in (t or ()))
 
-    return _finish(invoke("slice", [data], begin=ints(begin), end=ints(end), step=ints(step)),
-                   out)
+    return _finish(invoke("slice", [data], begin=ints(begin), end=ints(end), step=ints(step)), out)
 
 
 def split(data, num_outputs, axis=1, squeeze_axis=False, out=None, name=None):
@@ -295,7 +393,8 @@ def split(data, num_outputs, axis=1, squeeze_axis=False, out=None, name=None):
             raise _MXNetValueError(
                 f"split: with squeeze_axis=True the size of the split axis must equal "
                 f"num_outputs, got axis {axis} of size {shape[axis]} and "
-                f"num_outputs={num_outputs} (shape {shape})")
+                f"num_outputs={num_outputs} (shape {shape})"
+            )
     res = invoke("split", [data], num_outputs=num_outputs, axis=axis, squeeze_axis=squeeze_axis)
     if out is not None:
         outs = [out] if isinstance(out, NDArray) else list(out)
@@ -325,8 +424,7 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
     if not _is_int(axis):
         raise _MXNetTypeError(f"split_v2: axis must be an int, got {axis!r}")
     if not -len(shape) <= axis < len(shape):
-        raise _MXNetIndexError(
-            f"split_v2: axis {axis} is out of bounds for array of shape {shape}")
+        raise _MXNetIndexError(f"split_v2: axis {axis} is out of bounds for array of shape {shape}")
     ax = int(axis) % len(shape)
     n = shape[ax]
     if _is_int(indices_or_sections):
@@ -334,14 +432,17 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
         if sections <= 0:
             raise _MXNetValueError(
                 f"split_v2: the number of sections must be positive, got {sections} "
-                f"(shape {shape}, axis {axis})")
+                f"(shape {shape}, axis {axis})"
+            )
         if n % sections:
             raise _MXNetValueError(
                 f"split_v2: array split does not result in an equal division: axis {axis} of "
-                f"size {n} into {sections} sections (shape {shape})")
+                f"size {n} into {sections} sections (shape {shape})"
+            )
         bounds = [i * (n // sections) for i in range(sections)] + [n]
     elif isinstance(indices_or_sections, (tuple, list)) and all(
-            _is_int(i) for i in indices_or_sections):
+        _is_int(i) for i in indices_or_sections
+    ):
         idx = [int(i) for i in indices_or_sections]
         bounds = [0] + idx + [n]
         for k, (b, e) in enumerate(zip(bounds[:-1], bounds[1:])):
@@ -349,19 +450,24 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
                 raise _MXNetValueError(
                     f"split_v2: indices must be increasing and within [0, {n}] (the size of "
                     f"axis {axis} of shape {shape}), got {tuple(idx)}: piece {k} would span "
-                    f"[{b}, {e})")
+                    f"[{b}, {e})"
+                )
     else:
         raise _SplitArgError(
             f"split_v2: indices_or_sections must be an int or a tuple of ints, got "
-            f"{indices_or_sections!r} (shape {shape})")
+            f"{indices_or_sections!r} (shape {shape})"
+        )
     if squeeze_axis:
         for k, (b, e) in enumerate(zip(bounds[:-1], bounds[1:])):
             if e - b != 1:
                 raise _MXNetValueError(
                     f"split_v2: squeeze_axis=True needs pieces of size 1 along axis {axis}, "
-                    f"but piece {k} has size {e - b} (shape {shape})")
-    parts = [slice_axis(ary, axis=ax, begin=b, end=e)  # noqa: F821
-             for b, e in zip(bounds[:-1], bounds[1:])]
+                    f"but piece {k} has size {e - b} (shape {shape})"
+                )
+    parts = [
+        slice_axis(ary, axis=ax, begin=b, end=e)  # noqa: F821
+        for b, e in zip(bounds[:-1], bounds[1:])
+    ]
     if squeeze_axis:
         parts = [p.squeeze(axis=ax) for p in parts]
     return parts[0] if len(parts) == 1 else parts
@@ -373,7 +479,9 @@ def pad(data, mode="constant", pad_width=None, constant_value=0.0, out=None):
     ``pad_width`` is MXNet's flat tuple: (before_0, after_0, before_1, after_1, ...).
     """
     if pad_width is None or len(pad_width) != 2 * data.ndim:
-        raise ValueError(f"pad: pad_width must have 2*ndim={2 * data.ndim} entries, got {pad_width}")
+        raise ValueError(
+            f"pad: pad_width must have 2*ndim={2 * data.ndim} entries, got {pad_width}"
+        )
     res = data
     for ax in range(data.ndim):
         b, a = int(pad_width[2 * ax]), int(pad_width[2 * ax + 1])

@@ -16,6 +16,10 @@ from .ndarray import NDArray, _dtype_name, _shape_arg, array, invoke
 
 __all__ = [
     "exponential",
+    "generalized_negative_binomial",
+    "negative_binomial",
+    "normal_like",
+    "uniform_like",
     "gamma",
     "multinomial",
     "normal",
@@ -230,6 +234,36 @@ def poisson(lam=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
         res = _per_value("random.poisson", _poisson_sampler, lam, extra, name, lam.context)
         return _store("random.poisson", res, out)
     return _sample("_random_poisson", shape, ctx, dtype, out, lam=float(lam))
+
+
+def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
+    """Failures before ``k`` successes with success probability ``p`` (float32 by default)."""
+    return _sample("_random_negative_binomial", shape, ctx, dtype, out, k=float(k), p=float(p))
+
+
+def generalized_negative_binomial(
+    mu=1, alpha=1, shape=None, dtype=None, ctx=None, out=None, **kwargs
+):
+    """Negative binomial by mean ``mu`` and dispersion ``alpha``."""
+    return _sample(
+        "_random_generalized_negative_binomial",
+        shape,
+        ctx,
+        dtype,
+        out,
+        mu=float(mu),
+        alpha=float(alpha),
+    )
+
+
+def uniform_like(data, low=0.0, high=1.0, out=None, **kwargs):
+    """Uniform samples shaped, typed and placed like ``data``."""
+    return uniform(low, high, shape=data.shape, dtype=data.dtype, ctx=data.context, out=out)
+
+
+def normal_like(data, loc=0.0, scale=1.0, out=None, **kwargs):
+    """Normal samples shaped, typed and placed like ``data``."""
+    return normal(loc, scale, shape=data.shape, dtype=data.dtype, ctx=data.context, out=out)
 
 
 def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwargs):

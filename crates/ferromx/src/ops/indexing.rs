@@ -83,6 +83,9 @@ struct Plan {
     advanced: Option<(usize, usize, Idx)>,
     /// Position in `out` where the advanced result dims go.
     adv_out_pos: usize,
+    /// NumPy's rule: when integers and the array entry (all "advanced" together)
+    /// are not adjacent in the key, the advanced dims go first in the result.
+    adv_front: bool,
 }
 
 fn plan(x: &NDArray, idx: &[Idx]) -> Result<Plan> {
@@ -117,6 +120,14 @@ fn plan(x: &NDArray, idx: &[Idx]) -> Result<Plan> {
     if !idx.iter().any(|i| matches!(i, Idx::Ellipsis)) {
         expanded.extend(std::iter::repeat_n(Idx::full(), nd - consumed));
     }
+    let adv_pos: Vec<usize> = expanded
+        .iter()
+        .enumerate()
+        .filter(|(_, i)| matches!(i, Idx::Int(_) | Idx::Array(_) | Idx::Mask(_)))
+        .map(|(k, _)| k)
+        .collect();
+    let has_array = expanded.iter().any(|i| matches!(i, Idx::Array(_) | Idx::Mask(_)));
+    let adv_front = has_array && adv_pos.last().is_some_and(|&l| l + 1 - adv_pos[0] != adv_pos.len());
     for i in expanded {
         match i {
             Idx::NewAxis => out.push(None),
@@ -172,7 +183,7 @@ fn plan(x: &NDArray, idx: &[Idx]) -> Result<Plan> {
             Idx::Ellipsis => unreachable!("expanded above"),
         }
     }
-    Ok(Plan { axes, out, advanced, adv_out_pos })
+    Ok(Plan { axes, out, advanced, adv_out_pos, adv_front })
 }
 
 /// Applies the basic part: slices with positive steps in one strided copy (or a
@@ -250,7 +261,14 @@ impl NDArray {
             Some(_) => unreachable!("only arrays and masks are advanced"),
         };
         let dims = final_dims(&p, &basic, &adv_dims);
-        ops::reshape_to(&gathered, Shape::new(&dims))
+        let r = ops::reshape_to(&gathered, Shape::new(&dims))?;
+        if !p.adv_front || p.adv_out_pos == 0 {
+            return Ok(r);
+        }
+        // Move the advanced block (at `adv_out_pos`, `adv_dims.len()` long) to the front.
+        let (q, m) = (p.adv_out_pos as i64, adv_dims.len() as i64);
+        let perm: Vec<i64> = (q..q + m).chain(0..q).chain(q + m..dims.len() as i64).collect();
+        ops::transpose(&r, Some(&perm))
     }
 
     /// NumPy-style `x[idx] = value` (value broadcast to the selected region), in place.

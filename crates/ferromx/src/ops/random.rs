@@ -140,6 +140,12 @@ pub enum Dist {
     Gamma(f64, f64),
     /// Poisson(λ)
     Poisson(f64),
+    /// Failures before `k` successes with success probability `p` (a
+    /// Gamma(k, (1-p)/p)–Poisson mixture, as MXNet samples it).
+    NegBinomial(f64, f64),
+    /// Negative binomial by mean `mu` and dispersion `alpha`
+    /// (Gamma(1/alpha, alpha·mu)–Poisson; `alpha = 0` is Poisson(mu)).
+    GenNegBinomial(f64, f64),
 }
 
 /// Samples a new array from `dist`.
@@ -191,8 +197,24 @@ pub fn sample(dist: Dist, shape: Shape, dtype: DType, ctx: Context) -> Result<ND
             }
             "random_poisson"
         }
+        Dist::NegBinomial(k, p) => {
+            if !(k.is_finite() && k > 0.0 && p > 0.0 && p <= 1.0) {
+                return bad("random_negative_binomial", format!("need k > 0 and 0 < p <= 1, got k={k}, p={p}"));
+            }
+            "random_negative_binomial"
+        }
+        Dist::GenNegBinomial(mu, alpha) => {
+            if !(mu.is_finite() && alpha.is_finite() && mu >= 0.0 && alpha >= 0.0) {
+                return bad(
+                    "random_generalized_negative_binomial",
+                    format!("need mu >= 0 and alpha >= 0, got mu={mu}, alpha={alpha}"),
+                );
+            }
+            "random_generalized_negative_binomial"
+        }
     };
-    let int_dist = matches!(dist, Dist::RandInt(..) | Dist::Poisson(_));
+    let int_dist =
+        matches!(dist, Dist::RandInt(..) | Dist::Poisson(_) | Dist::NegBinomial(..) | Dist::GenNegBinomial(..));
     if dtype == DType::Bool || (!int_dist && !dtype.is_float()) {
         return Err(Error::dtype(name, format!("dtype {dtype} is not supported (use a float dtype)")));
     }
@@ -213,6 +235,14 @@ pub fn sample(dist: Dist, shape: Shape, dtype: DType, ctx: Context) -> Result<ND
                         Dist::Exponential(lam) => -(1.0 - rng.uniform()).ln() / lam,
                         Dist::Gamma(a, b) => rng.gamma(a) * b,
                         Dist::Poisson(l) => rng.poisson(l),
+                        Dist::NegBinomial(k, p) => {
+                            let lam = if p >= 1.0 { 0.0 } else { rng.gamma(k) * (1.0 - p) / p };
+                            rng.poisson(lam)
+                        }
+                        Dist::GenNegBinomial(mu, alpha) => {
+                            let lam = if alpha == 0.0 { mu } else { rng.gamma(1.0 / alpha) * alpha * mu };
+                            rng.poisson(lam)
+                        }
                     };
                     *v = T::from_f64(x);
                 }

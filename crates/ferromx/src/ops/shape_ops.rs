@@ -514,7 +514,7 @@ impl IndexMode {
 
 fn read_indices(k: &crate::storage::Kernel, i: usize) -> Vec<i64> {
     let dt = k.in_dtype(i);
-    with_dtype!(dt, T, k.input::<T>(i).iter().map(|v| v.to_f64().floor() as i64).collect())
+    with_dtype!(dt, T, k.input::<T>(i).iter().map(|v| v.to_f64().trunc() as i64).collect())
 }
 
 /// Gathers slices of `a` along `axis` at `indices`.
@@ -731,6 +731,15 @@ pub fn where_(cond: &NDArray, x: &NDArray, y: &NDArray) -> Result<NDArray> {
 
 /// Clips into `[lo, hi]`.
 pub fn clip(x: &NDArray, lo: f64, hi: f64) -> Result<NDArray> {
+    // Integer arrays: bounds outside the dtype's range mean "no bound" (they
+    // must not be cast, which would wrap them: -1 -> 255 for uint8).
+    let (lo, hi) = match x.dtype() {
+        DType::U8 => (lo.max(0.0), hi.min(255.0)),
+        DType::I8 => (lo.max(-128.0), hi.min(127.0)),
+        DType::I32 => (lo.max(i32::MIN as f64), hi.min(i32::MAX as f64)),
+        DType::I64 => (lo.max(-9.2e18), hi.min(9.2e18)),
+        _ => (lo, hi),
+    };
     let out = ops::scalar(BinOp::Min, &ops::scalar(BinOp::Max, &x.detach(), lo)?.detach(), hi)?.detach();
     if needs_record(&[x]) {
         let xc = x.clone();
