@@ -286,3 +286,24 @@ def test_negative_binomial_moments():
     with pytest.raises(ValueError, match="negative_binomial"):
         nd.random.negative_binomial(k=3, p=1.5, shape=(2,))
     assert nd.random.uniform_like(nd.zeros((2, 3), dtype="float64")).dtype == np.float64
+
+
+def test_per_element_parameters_sample_on_the_engine():
+    from ferromx import _native
+
+    alpha = nd.array([1.0, 50.0])
+    alpha.wait_to_read()
+    _native._sleep_op(alpha, 300)  # a slow op holds a write on the parameters
+    import time
+
+    t0 = time.perf_counter()
+    g = nd.random.gamma(alpha, nd.array([2.0, 0.5]), shape=(4000,))
+    p = nd.random.poisson(nd.array([3.0, 30.0]), shape=(4000,))
+    assert time.perf_counter() - t0 < 0.15  # no host read of the parameters
+    assert g.shape == (2, 4000) and p.shape == (2, 4000)
+    gm, pm = g.asnumpy().mean(axis=1), p.asnumpy().mean(axis=1)
+    np.testing.assert_allclose(gm, [2.0, 25.0], rtol=0.08)
+    np.testing.assert_allclose(pm, [3.0, 30.0], rtol=0.05)
+    bad = nd.random.gamma(nd.array([1.0, -1.0]), nd.array([1.0, 1.0]), shape=(2,))
+    with pytest.raises(ValueError, match="alpha and beta must be positive"):
+        bad.asnumpy()

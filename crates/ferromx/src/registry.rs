@@ -270,6 +270,7 @@ op_table! {
     "_random_generalized_negative_binomial": [] ["mu", "alpha", "shape", "ctx", "dtype"];
     "_shuffle": ["data"] [];
     "_sample_multinomial": ["data"] ["shape", "dtype"];
+    "_sample_per_element": ["p0", "p1"] ["kind", "shape", "dtype"];
 }
 
 fn unary_by_name(s: &str) -> Option<UnaryOp> {
@@ -649,6 +650,15 @@ fn invoke_op(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<ND
             one(random::sample(dist, a.shape(n, "shape")?, a.dtype(n, "dtype", default_dt)?, a.ctx(n, "ctx")?))
         }
         "_shuffle" => one(random::shuffle(x(0)?)),
+        "_sample_per_element" => {
+            let ps: Vec<NDArray> = inputs.iter().flatten().cloned().collect();
+            one(random::sample_per_element(
+                a.str(n, "kind", "")?,
+                &ps,
+                a.shape(n, "shape")?,
+                a.dtype(n, "dtype", DType::F32)?,
+            ))
+        }
         "_sample_multinomial" => {
             let s = a.ints(n, "shape")?.unwrap_or_default();
             let num = s.iter().product::<i64>().max(1) as usize;

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..base import MXNetTypeError, MXNetValueError
 from ..context import _ctx_str
-from .ndarray import NDArray, _dtype_name, _shape_arg, array, invoke
+from .ndarray import NDArray, _dtype_name, _shape_arg, invoke
 
 __all__ = [
     "exponential",
@@ -118,27 +118,6 @@ def _as_param(p, bshape, name):
     return p._reshape(list(bshape)) if p.shape != bshape else p
 
 
-def _per_value(op, sampler, param, extra, name, ctx):
-    """Samples of shape ``param.shape + extra``, drawn by ``sampler(value, shape)`` once per
-    distinct value of ``param`` (for distributions without a location-scale transform)."""
-    vals = param.asnumpy().reshape(-1)  # the (small) parameter array, to loop over its values
-    uniq, inv = np.unique(vals, return_inverse=True)
-    inv = inv.reshape(-1)
-    if not np.all(np.isfinite(uniq)):
-        raise MXNetValueError(f"{op}: parameters must be finite, got {uniq[~np.isfinite(uniq)]}")
-    if len(uniq) == 1:
-        res = sampler(float(uniq[0]), (len(vals),) + extra, name, ctx)
-    else:
-        order = np.argsort(inv, kind="stable")
-        counts = np.bincount(inv, minlength=len(uniq))
-        parts = [sampler(float(v), (int(c),) + extra, name, ctx) for v, c in zip(uniq, counts)]
-        grouped = invoke("concat", parts, dim=0)
-        pos = np.empty_like(order)
-        pos[order] = np.arange(len(order))
-        res = invoke("take", [grouped, array(pos, dtype="int64", ctx=ctx)], axis=0)
-    return res._reshape(list(param.shape + extra))
-
-
 def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Samples U[low, high); ``low``/``high`` may be NDArrays (one distribution each)."""
     if _nd_params("random.uniform", ("low", "high"), (low, high)):
@@ -206,45 +185,45 @@ def exponential(scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs)
     return _sample("_random_exponential", shape, ctx, dtype, out, lam=1.0 / float(scale))
 
 
-def _gamma_sampler(alpha, shape, name, ctx):
-    return invoke(
-        "_random_gamma", [], alpha=alpha, beta=1.0, shape=shape, ctx=_ctx_str(ctx), dtype=name
-    )
+def _per_element(op, kind, params, shape, dtype, out):
+    """One distribution per element of the NDArray ``params`` (all one shape), sampled on
+    the engine: the result has shape ``params[0].shape + shape``."""
+    name, extra, _full, _b = _nd_layout(op, params[0], shape, dtype, out)
+    res = invoke("_sample_per_element", list(params), kind=kind, shape=extra, dtype=name)
+    return _store(op, res, out)
 
 
 def gamma(alpha=1.0, beta=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    """Gamma(alpha, scale beta) samples; ``alpha``/``beta`` may be NDArrays. With NDArrays,
-    the (small) ``alpha`` array is read to draw once per distinct shape value."""
+    """Gamma(alpha, scale beta) samples; ``alpha``/``beta`` may be NDArrays (one
+    distribution per element, sampled on the engine)."""
     if _nd_params("random.gamma", ("alpha", "beta"), (alpha, beta)):
-        name, extra, _full, bshape = _nd_layout("random.gamma", alpha, shape, dtype, out)
-        g = _per_value("random.gamma", _gamma_sampler, alpha, extra, name, alpha.context)
-        return _store("random.gamma", _as_param(beta, bshape, name) * g, out)
+        return _per_element("random.gamma", "gamma", (alpha, beta), shape, dtype, out)
     return _sample("_random_gamma", shape, ctx, dtype, out, alpha=float(alpha), beta=float(beta))
 
 
-def _poisson_sampler(lam, shape, name, ctx):
-    return invoke("_random_poisson", [], lam=lam, shape=shape, ctx=_ctx_str(ctx), dtype=name)
-
-
 def poisson(lam=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    """Poisson(lam) samples; ``lam`` may be an NDArray (read to draw once per distinct
-    value)."""
+    """Poisson(lam) samples; ``lam`` may be an NDArray (one distribution per element)."""
     if isinstance(lam, NDArray):
-        name, extra, _full, _b = _nd_layout("random.poisson", lam, shape, dtype, out)
-        res = _per_value("random.poisson", _poisson_sampler, lam, extra, name, lam.context)
-        return _store("random.poisson", res, out)
+        return _per_element("random.poisson", "poisson", (lam,), shape, dtype, out)
     return _sample("_random_poisson", shape, ctx, dtype, out, lam=float(lam))
 
 
 def negative_binomial(k=1, p=1, shape=None, dtype=None, ctx=None, out=None, **kwargs):
-    """Failures before ``k`` successes with success probability ``p`` (float32 by default)."""
+    """Failures before ``k`` successes with success probability ``p`` (float32 by default);
+    ``k``/``p`` may be NDArrays (one distribution per element)."""
+    if _nd_params("random.negative_binomial", ("k", "p"), (k, p)):
+        op = "random.negative_binomial"
+        return _per_element(op, "negative_binomial", (k, p), shape, dtype, out)
     return _sample("_random_negative_binomial", shape, ctx, dtype, out, k=float(k), p=float(p))
 
 
 def generalized_negative_binomial(
     mu=1, alpha=1, shape=None, dtype=None, ctx=None, out=None, **kwargs
 ):
-    """Negative binomial by mean ``mu`` and dispersion ``alpha``."""
+    """Negative binomial by mean ``mu`` and dispersion ``alpha``; both may be NDArrays."""
+    if _nd_params("random.generalized_negative_binomial", ("mu", "alpha"), (mu, alpha)):
+        op = "random.generalized_negative_binomial"
+        return _per_element(op, "generalized_negative_binomial", (mu, alpha), shape, dtype, out)
     return _sample(
         "_random_generalized_negative_binomial",
         shape,

@@ -337,3 +337,96 @@ pub fn multinomial(p: &NDArray, num: usize, dtype: DType) -> Result<NDArray> {
     });
     Ok(out)
 }
+
+/// Samples with one distribution per element of the parameter arrays (MXNet's
+/// `_sample_*` ops): the result has shape `params[0].shape + extra`, and row `i`
+/// draws from the parameters at flat position `i`. `kind` is `gamma`
+/// (alpha, beta), `poisson` (lam), `negative_binomial` (k, p) or
+/// `generalized_negative_binomial` (mu, alpha). Parameter values are only
+/// known on the engine, so a bad value fails the result at its next read.
+pub fn sample_per_element(kind: &str, params: &[NDArray], extra: Shape, dtype: DType) -> Result<NDArray> {
+    let name = format!("sample_{kind}");
+    let want = match kind {
+        "poisson" => 1,
+        "gamma" | "negative_binomial" | "generalized_negative_binomial" => 2,
+        _ => return Err(Error::value("sample", format!("unknown distribution '{kind}'"))),
+    };
+    if params.len() != want {
+        return Err(Error::value(&name, format!("expected {want} parameter arrays, got {}", params.len())));
+    }
+    let first = &params[0];
+    for p in &params[1..] {
+        if p.shape() != first.shape() {
+            return Err(Error::shape(&name, &[first.shape(), p.shape()], "parameter arrays must have the same shape"));
+        }
+        crate::ops::check_ctx(&name, first, p)?;
+    }
+    if dtype == DType::Bool {
+        return Err(Error::dtype(&name, "dtype bool is not supported"));
+    }
+    let mut od = first.dims().to_vec();
+    od.extend_from_slice(extra.dims());
+    let out = NDArray::empty(Shape::new(&od), dtype, first.ctx())?;
+    let (rows, per) = (first.size(), extra.size());
+    if out.size() == 0 {
+        return Ok(out);
+    }
+    let seed = next_seed(first.ctx());
+    let kind = kind.to_string();
+    let views = params.iter().map(|p| p.view()).collect();
+    let np = params.len();
+    let label: &'static str = match kind.as_str() {
+        "gamma" => "sample_gamma",
+        "poisson" => "sample_poisson",
+        "negative_binomial" => "sample_negative_binomial",
+        _ => "sample_generalized_negative_binomial",
+    };
+    push_kernel(label, views, vec![out.view()], move |k| {
+        let read = |i: usize| -> Vec<f64> {
+            let dt = k.in_dtype(i);
+            with_dtype!(dt, T, k.input::<T>(i).iter().map(|v| v.to_f64()).collect())
+        };
+        let ps: Vec<Vec<f64>> = (0..np).map(read).collect();
+        let mut rng = Rng::new(seed);
+        let bad = |msg: String| ferromx_engine::OpFailure::new(ferromx_engine::ErrorKind::Value, msg);
+        with_dtype!(dtype, T, {
+            let o = k.output::<T>(0);
+            for r in 0..rows {
+                let (a, b) = (ps[0][r], if np > 1 { ps[1][r] } else { 0.0 });
+                for j in 0..per {
+                    let x = match kind.as_str() {
+                        "gamma" => {
+                            if !(a.is_finite() && b.is_finite() && a > 0.0 && b > 0.0) {
+                                return Err(bad(format!("alpha and beta must be positive, got {a} and {b} at {r}")));
+                            }
+                            rng.gamma(a) * b
+                        }
+                        "poisson" => {
+                            if !(a.is_finite() && a >= 0.0) {
+                                return Err(bad(format!("lam must be non-negative, got {a} at {r}")));
+                            }
+                            rng.poisson(a)
+                        }
+                        "negative_binomial" => {
+                            if !(a.is_finite() && a > 0.0 && b > 0.0 && b <= 1.0) {
+                                return Err(bad(format!("need k > 0 and 0 < p <= 1, got {a} and {b} at {r}")));
+                            }
+                            let lam = if b >= 1.0 { 0.0 } else { rng.gamma(a) * (1.0 - b) / b };
+                            rng.poisson(lam)
+                        }
+                        _ => {
+                            if !(a.is_finite() && b.is_finite() && a >= 0.0 && b >= 0.0) {
+                                return Err(bad(format!("need mu >= 0 and alpha >= 0, got {a} and {b} at {r}")));
+                            }
+                            let lam = if b == 0.0 { a } else { rng.gamma(1.0 / b) * b * a };
+                            rng.poisson(lam)
+                        }
+                    };
+                    o[r * per + j] = T::from_f64(x);
+                }
+            }
+        });
+        Ok(())
+    });
+    Ok(out)
+}
