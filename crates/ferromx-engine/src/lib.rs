@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 mod config;
+mod cpu;
 mod device;
 mod engine;
 mod error;

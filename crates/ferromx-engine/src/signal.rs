@@ -39,17 +39,22 @@ impl Signal {
         let deadline = timeout.map(|t| start + t);
         let spin_until = start + spin.min(timeout.unwrap_or(spin));
         let mut i = 0u32;
+        let me = crate::cpu::current();
+        crate::cpu::set_waiter(Some(me));
         while Instant::now() < spin_until {
             if self.is_set() {
+                crate::cpu::set_waiter(None);
                 return true;
             }
             i += 1;
-            if i % 64 == 0 {
+            // Spinning on the CPU that runs the op we wait for only delays it.
+            if i % 64 == 0 || crate::cpu::busy_on(me) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
             }
         }
+        crate::cpu::set_waiter(None);
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         let mut g = self.lock.lock();
         let result = loop {

@@ -116,17 +116,22 @@ fn worker_loop(shared: Weak<Shared>, st: Arc<PoolState>, spin: Duration, name: S
             // The only spinner: poll for a short while.
             let until = Instant::now() + spin;
             let mut i = 0u32;
+            crate::cpu::set_busy(true);
+            let me = crate::cpu::current();
             while Instant::now() < until {
                 op = st.pop();
                 if op.is_some() {
                     break;
                 }
                 i += 1;
-                if i % 16 == 0 {
+                if i % 16 == 0 || crate::cpu::waiter_on(me) {
                     std::thread::yield_now();
                 } else {
                     std::hint::spin_loop();
                 }
+            }
+            if op.is_none() {
+                crate::cpu::set_busy(false);
             }
             st.spinning.fetch_sub(1, Ordering::SeqCst);
         } else if op.is_none() {
@@ -160,6 +165,7 @@ fn worker_loop(shared: Weak<Shared>, st: Arc<PoolState>, spin: Duration, name: S
         {
             st.wake_one();
         }
+        crate::cpu::set_busy(true);
         let mut next = Some(op);
         while let Some(op) = next {
             next = shared.execute(op, &name);
@@ -171,6 +177,7 @@ fn worker_loop(shared: Weak<Shared>, st: Arc<PoolState>, spin: Duration, name: S
                 st.wake_one();
             }
         }
+        crate::cpu::set_busy(false);
         st.active.fetch_sub(1, Ordering::SeqCst);
     }
 }
