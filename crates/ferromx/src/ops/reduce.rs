@@ -154,11 +154,18 @@ fn reduce_kernel<T: Arith>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r
     let fin = |v: f64| T::from_f64(v * scale);
     if inner == 1 {
         if outer == 1 && r >= 1 << 18 {
-            let parts: Vec<f64> = x
-                .par_chunks(r.div_ceil(rayon::current_num_threads().max(1)).max(1))
-                .map(|c| reduce_slice(op, c))
-                .collect();
-            let v = parts.into_iter().fold(identity(op), |a, p| combine(op, a, p));
+            // One reduction split into chunks that this worker and rayon helpers
+            // share (`fanout`: no waiting for a parked pool thread); partial
+            // results combine in chunk order, so the result is deterministic.
+            let threads = rayon::current_num_threads().max(1);
+            let chunk = r.div_ceil(threads * 2).max(1);
+            let parts: Vec<parking_lot::Mutex<f64>> =
+                (0..r.div_ceil(chunk)).map(|_| parking_lot::Mutex::new(identity(op))).collect();
+            crate::storage::fanout(parts.len(), threads - 1, &|i| {
+                let c = &x[i * chunk..((i + 1) * chunk).min(r)];
+                *parts[i].lock() = reduce_slice(op, c);
+            });
+            let v = parts.into_iter().fold(identity(op), |a, p| combine(op, a, p.into_inner()));
             out[0] = fin(v);
         } else if outer * r >= 1 << 17 {
             out.par_iter_mut().enumerate().for_each(|(o, ov)| *ov = fin(reduce_slice(op, &x[o * r..(o + 1) * r])));
