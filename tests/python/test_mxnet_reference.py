@@ -19,6 +19,7 @@ exactly. Where MXNet raised, ferromx must raise too.
 """
 
 import gzip
+import importlib.util
 import json
 import math
 import os
@@ -30,6 +31,14 @@ import pytest
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mxnet_ref")
 DATA = os.path.join(ROOT, "mxnet_1.9.1.json.gz")
+
+# The recorder's case reader and evaluator, so both sides read and run cases identically
+# (the module needs only NumPy at import time).
+_spec = importlib.util.spec_from_file_location(
+    "record_mxnet", os.path.join(ROOT, "record_mxnet.py")
+)
+record_mxnet = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(record_mxnet)
 
 # Reductions over all axes, and indexing every axis with an integer, return 0-d arrays in
 # ferromx where MXNet returns shape (1,) (documented). For cases matching this pattern a
@@ -279,14 +288,6 @@ def _params():
 # ----------------------------------------------------------------------------- comparing
 
 
-def _evaluate(expr):
-    ns = {"mx": ferromx, "nd": ferromx.nd, "np": np, "A": np.array}
-    if expr.startswith("!"):
-        exec(expr[1:], ns)  # noqa: S102 - cases are trusted, checked-in text
-        return ns.get("R")
-    return eval(expr, ns)
-
-
 def _dec_float(v):
     if isinstance(v, str):
         return float(v)  # "nan", "inf", "-inf"
@@ -384,7 +385,7 @@ def _compare(expr, exp, got):
 def _diff(expr, expected):
     """None when ferromx agrees with MXNet, else a description of the difference."""
     try:
-        got = _evaluate(expr)
+        got = record_mxnet.evaluate(expr, ferromx)
         if isinstance(got, ferromx.nd.NDArray):
             got.wait_to_read()
     except Exception as e:  # noqa: BLE001
@@ -420,13 +421,8 @@ def test_mxnet_reference(expr, expected):
 def test_recorded_data_matches_case_files():
     """The recording must be regenerated whenever a case file changes."""
     recorded = {fam: [r["expr"] for r in b["cases"]] for fam, b in _DATA["families"].items()}
-    on_disk = {}
-    cdir = os.path.join(ROOT, "cases")
-    for name in sorted(os.listdir(cdir)):
-        if name.endswith(".txt"):
-            with open(os.path.join(cdir, name)) as fh:
-                lines = [ln.rstrip("\n") for ln in fh]
-            on_disk[name[:-4]] = [ln for ln in lines if ln.strip() and not ln.startswith("#")]
+    cases = record_mxnet.read_cases(os.path.join(ROOT, "cases"))
+    on_disk = {fam: exprs for fam, (exprs, _np_shape) in cases.items()}
     assert recorded == on_disk, "re-run tests/mxnet_ref/record_mxnet.py with MXNet 1.9.1"
 
 

@@ -413,71 +413,18 @@ fn invoke_op(name: &str, inputs: &[Option<NDArray>], a: &Attrs) -> Result<Vec<ND
             let s = a.ints(n, "shape")?.unwrap_or_default();
             one(ops::reshape(x(0)?, &s, a.bool(n, "reverse", false)?))
         }
-        "reshape_like" => {
-            let (l, r) = (x(0)?, x(1)?);
-            let span = |nd: usize, b: &str, e: &str| -> Result<(usize, usize)> {
-                let fix = |v: Option<i64>, d: usize| -> Result<usize> {
-                    match v {
-                        None => Ok(d),
-                        Some(v) => {
-                            let u = if v < 0 { v + nd as i64 } else { v };
-                            if u < 0 || u > nd as i64 {
-                                return Err(Error::value(
-                                    n,
-                                    format!("{b}/{e} value {v} is out of range for rank {nd}"),
-                                ));
-                            }
-                            Ok(u as usize)
-                        }
-                    }
-                };
-                let (bb, ee) = (fix(a.opt_i64(n, b)?, 0)?, fix(a.opt_i64(n, e)?, nd)?);
-                if bb > ee {
-                    return Err(Error::value(n, format!("{b} ({bb}) is after {e} ({ee})")));
-                }
-                Ok((bb, ee))
-            };
-            let (lb, le) = span(l.ndim(), "lhs_begin", "lhs_end")?;
-            let (rb, re) = span(r.ndim(), "rhs_begin", "rhs_end")?;
-            let mut d = l.dims()[..lb].to_vec();
-            d.extend_from_slice(&r.dims()[rb..re]);
-            d.extend_from_slice(&l.dims()[le..]);
-            let target = Shape::new(&d);
-            if target.size() != l.size() {
-                return Err(Error::shape(
-                    n,
-                    &[l.shape(), r.shape()],
-                    format!("cannot reshape to {target}: sizes differ"),
-                ));
-            }
-            one(ops::reshape_to(l, target))
-        }
+        "reshape_like" => one(ops::reshape_like(
+            x(0)?,
+            x(1)?,
+            [a.opt_i64(n, "lhs_begin")?, a.opt_i64(n, "lhs_end")?],
+            [a.opt_i64(n, "rhs_begin")?, a.opt_i64(n, "rhs_end")?],
+        )),
         "flatten" => one(ops::flatten(x(0)?)),
         "expand_dims" => one(ops::expand_dims(x(0)?, a.i64(n, "axis", 0)?)),
         "squeeze" => one(ops::squeeze(x(0)?, a.ints(n, "axis")?.as_deref())),
         "broadcast_to" => one(ops::broadcast_to_mx(x(0)?, a.shape(n, "shape")?)),
         "broadcast_like" => {
-            let (l, r) = (x(0)?, x(1)?);
-            match (a.ints(n, "lhs_axes")?, a.ints(n, "rhs_axes")?) {
-                (None, None) => one(ops::broadcast_to(l, r.shape().clone())
-                    .map_err(|_| Error::shape(n, &[l.shape(), r.shape()], "operands could not be broadcast together"))),
-                (Some(la), Some(ra)) if la.len() == ra.len() => {
-                    let mut d = l.dims().to_vec();
-                    for (&i, &j) in la.iter().zip(&ra) {
-                        let i = l.shape().axis(n, i)?;
-                        let j = r.shape().axis(n, j)?;
-                        d[i] = r.dims()[j];
-                    }
-                    one(ops::broadcast_to(l, Shape::new(&d)).map_err(|_| {
-                        Error::shape(
-                            n,
-                            &[l.shape(), r.shape()],
-                            format!("cannot broadcast lhs axes {la:?} to rhs axes {ra:?}"),
-                        )
-                    }))
-                }
-                _ => Err(Error::value(n, "lhs_axes and rhs_axes must both be given, with the same length")),
-            }
+            one(ops::broadcast_like(x(0)?, x(1)?, a.ints(n, "lhs_axes")?.as_deref(), a.ints(n, "rhs_axes")?.as_deref()))
         }
         "transpose" => one(ops::transpose(x(0)?, a.ints(n, "axes")?.as_deref())),
         "swapaxes" => one(ops::swapaxes(x(0)?, a.i64(n, "dim1", 0)?, a.i64(n, "dim2", 0)?)),

@@ -415,7 +415,7 @@ def _check_object_index(k, n):
             raise IndexError(f"index {int(v)} is out of bounds for axis 0 with size {n}")
 
 
-def _engine_key(self, key, assign=False):
+def _engine_key(self, key):
     """``key`` for the native indexer (``_index``/``_index_assign``, which run on the
     engine): host lists and NumPy arrays become int64 or bool NDArrays, with host
     integer indices bounds-checked here (an IndexError at the call, as in NumPy).
@@ -457,26 +457,34 @@ def _engine_key(self, key, assign=False):
         out.append(k)
     if n_adv > 1:
         return None
-    if (
-        assign
-        and n_adv
-        and any(not isinstance(k, NDArray) and k is not Ellipsis and k != slice(None) for k in out)
-    ):
-        return None  # the native assignment combines an array entry with full slices only
     return tuple(out)
+
+
+def _assignable(k):
+    """Whether the native assignment takes engine key ``k``: an array entry combines
+    with full slices (and Ellipsis) only."""
+    if not any(isinstance(e, NDArray) for e in k):
+        return True
+    return all(isinstance(e, NDArray) or e is Ellipsis or e == slice(None) for e in k)
+
+
+def _engine_getitem(self, k, arrays):
+    """``self[key]`` on the engine, from the key converted by ``_engine_key`` (``k``) or,
+    when that is None, the leading index arrays from ``_leading_int_arrays``."""
+    if k is not None:
+        return self._index(k)
+    # x[a0, a1, ..., ak-1, :, ...]: one gather_nd.
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    idx = invoke("stack", [a.broadcast_to(shape) for a in arrays], axis=0)
+    return invoke("gather_nd", [self, idx])
 
 
 def _advanced_getitem(self, key):
     k = _engine_key(self, key)
-    if k is not None:
-        return self._index(k)
-    arrays = _leading_int_arrays(self, key)
-    if arrays is not None:
-        # x[a0, a1, ..., ak-1, :, ...]: one gather_nd on the engine.
-        shape = np.broadcast_shapes(*(a.shape for a in arrays))
-        idx = invoke("stack", [a.broadcast_to(shape) for a in arrays], axis=0)
-        return invoke("gather_nd", [self, idx])
-    return _numpy_getitem(self, key)
+    arrays = _leading_int_arrays(self, key) if k is None else None
+    if k is None and arrays is None:
+        return _numpy_getitem(self, key)
+    return _engine_getitem(self, k, arrays)
 
 
 def _leading_int_arrays(self, key):
@@ -511,21 +519,6 @@ def _leading_int_arrays(self, key):
             + " ".join(str(a.shape) for a in arrays)
         ) from err
     return arrays
-
-
-def _flat_positions(self, key):
-    """Flat element positions that ``self[key]`` selects, computed on the engine
-    (the same indexing applied to ``arange(size)``); ``None`` if unsupported."""
-    from . import arange  # the generated nd functions import this module
-
-    pos = arange(0, self.size, dtype="int64", ctx=self.context).reshape(self.shape)
-    k = _engine_key(pos, key)
-    if k is not None:
-        return pos._index(k)
-    arrays = _leading_int_arrays(pos, key)
-    if arrays is not None:
-        return _advanced_getitem(pos, key)
-    return None
 
 
 def _numpy_getitem(self, key):
@@ -571,14 +564,18 @@ def _setitem(self, key, value):
     basic = _norm_index(self, key)
     if basic is None or any(t[3] < 0 for t in basic[0]):
         # Advanced entries or negative steps: the native indexer, on the engine.
-        k = _engine_key(self, key, assign=True)
-        if k is not None:
+        k = _engine_key(self, key)
+        if k is not None and _assignable(k):
             self._index_assign(k, value)
             return
-        # Other array keys: find the selected flat positions on the engine, then
-        # assign through a flat view (still no computing on this thread).
-        pos = _flat_positions(self, key)
-        if pos is not None:
+        arrays = _leading_int_arrays(self, key) if k is None else None
+        if k is not None or arrays is not None:
+            # Other array keys: the flat positions they select (the same indexing of an
+            # `arange`, on the engine), then one assignment through a flat view.
+            from . import arange  # the generated nd functions import this module
+
+            pos = arange(0, self.size, dtype="int64", ctx=self.context).reshape(self.shape)
+            pos = _engine_getitem(pos, k, arrays)
             if isinstance(value, NDArray) and value.shape != pos.shape:
                 if value.size == pos.size and value.ndim > pos.ndim:
                     value = value._reshape(list(pos.shape))

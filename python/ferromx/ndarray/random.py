@@ -16,18 +16,18 @@ from .ndarray import NDArray, _dtype_name, _shape_arg, invoke
 
 __all__ = [
     "exponential",
-    "generalized_negative_binomial",
-    "negative_binomial",
-    "normal_like",
-    "uniform_like",
     "gamma",
+    "generalized_negative_binomial",
     "multinomial",
+    "negative_binomial",
     "normal",
+    "normal_like",
     "poisson",
     "randint",
     "randn",
     "shuffle",
     "uniform",
+    "uniform_like",
 ]
 
 
@@ -118,18 +118,20 @@ def _as_param(p, bshape, name):
     return p._reshape(list(bshape)) if p.shape != bshape else p
 
 
+def _standard(op, std_op, param, shape, dtype, out, **std_kw):
+    """(dtype name, parameter broadcast shape, standard samples of ``std_op``) for the
+    location-scale families with NDArray parameters, which transform the samples."""
+    name, _extra, full, bshape = _nd_layout(op, param, shape, dtype, out)
+    ctx = _ctx_str(param.context)
+    return name, bshape, invoke(std_op, [], shape=full, ctx=ctx, dtype=name, **std_kw)
+
+
 def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Samples U[low, high); ``low``/``high`` may be NDArrays (one distribution each)."""
     if _nd_params("random.uniform", ("low", "high"), (low, high)):
-        name, _extra, full, bshape = _nd_layout("random.uniform", low, shape, dtype, out)
-        u = invoke(
-            "_random_uniform",
-            [],
-            low=0.0,
-            high=1.0,
-            shape=full,
-            ctx=_ctx_str(low.context),
-            dtype=name,
+        op = "random.uniform"
+        name, bshape, u = _standard(
+            op, "_random_uniform", low, shape, dtype, out, low=0.0, high=1.0
         )
         lo, hi = _as_param(low, bshape, name), _as_param(high, bshape, name)
         return _store("random.uniform", lo + (hi - lo) * u, out)
@@ -139,15 +141,9 @@ def uniform(low=0.0, high=1.0, shape=None, dtype=None, ctx=None, out=None, **kwa
 def normal(loc=0.0, scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs):
     """Samples N(loc, scale²); ``loc``/``scale`` may be NDArrays (one distribution each)."""
     if _nd_params("random.normal", ("loc", "scale"), (loc, scale)):
-        name, _extra, full, bshape = _nd_layout("random.normal", loc, shape, dtype, out)
-        n = invoke(
-            "_random_normal",
-            [],
-            loc=0.0,
-            scale=1.0,
-            shape=full,
-            ctx=_ctx_str(loc.context),
-            dtype=name,
+        op = "random.normal"
+        name, bshape, n = _standard(
+            op, "_random_normal", loc, shape, dtype, out, loc=0.0, scale=1.0
         )
         mu, sigma = _as_param(loc, bshape, name), _as_param(scale, bshape, name)
         return _store("random.normal", mu + sigma * n, out)
@@ -173,10 +169,8 @@ def exponential(scale=1.0, shape=None, dtype=None, ctx=None, out=None, **kwargs)
     """Exponential samples with mean ``scale`` (MXNet's rate is ``lam = 1/scale``);
     ``scale`` may be an NDArray (one distribution per element)."""
     if isinstance(scale, NDArray):
-        name, _extra, full, bshape = _nd_layout("random.exponential", scale, shape, dtype, out)
-        e = invoke(
-            "_random_exponential", [], lam=1.0, shape=full, ctx=_ctx_str(scale.context), dtype=name
-        )
+        op = "random.exponential"
+        name, bshape, e = _standard(op, "_random_exponential", scale, shape, dtype, out, lam=1.0)
         return _store("random.exponential", _as_param(scale, bshape, name) * e, out)
     if isinstance(scale, numbers.Real) and not scale > 0:
         raise _ScaleError(

@@ -107,6 +107,17 @@ impl Rng {
             }
         }
     }
+    /// Failures before `k` successes with success probability `p`, as a
+    /// Gamma(k, (1-p)/p)–Poisson mixture (as MXNet samples it).
+    pub fn neg_binomial(&mut self, k: f64, p: f64) -> f64 {
+        let lam = if p >= 1.0 { 0.0 } else { self.gamma(k) * (1.0 - p) / p };
+        self.poisson(lam)
+    }
+    /// Negative binomial by mean `mu` and dispersion `alpha` (`alpha = 0`: Poisson(mu)).
+    pub fn gen_neg_binomial(&mut self, mu: f64, alpha: f64) -> f64 {
+        let lam = if alpha == 0.0 { mu } else { self.gamma(1.0 / alpha) * alpha * mu };
+        self.poisson(lam)
+    }
     /// Poisson(λ) (Knuth for small λ, normal approximation with correction above 30).
     pub fn poisson(&mut self, lam: f64) -> f64 {
         if lam < 30.0 {
@@ -235,14 +246,8 @@ pub fn sample(dist: Dist, shape: Shape, dtype: DType, ctx: Context) -> Result<ND
                         Dist::Exponential(lam) => -(1.0 - rng.uniform()).ln() / lam,
                         Dist::Gamma(a, b) => rng.gamma(a) * b,
                         Dist::Poisson(l) => rng.poisson(l),
-                        Dist::NegBinomial(k, p) => {
-                            let lam = if p >= 1.0 { 0.0 } else { rng.gamma(k) * (1.0 - p) / p };
-                            rng.poisson(lam)
-                        }
-                        Dist::GenNegBinomial(mu, alpha) => {
-                            let lam = if alpha == 0.0 { mu } else { rng.gamma(1.0 / alpha) * alpha * mu };
-                            rng.poisson(lam)
-                        }
+                        Dist::NegBinomial(k, p) => rng.neg_binomial(k, p),
+                        Dist::GenNegBinomial(mu, alpha) => rng.gen_neg_binomial(mu, alpha),
                     };
                     *v = T::from_f64(x);
                 }
@@ -411,15 +416,13 @@ pub fn sample_per_element(kind: &str, params: &[NDArray], extra: Shape, dtype: D
                             if !(a.is_finite() && a > 0.0 && b > 0.0 && b <= 1.0) {
                                 return Err(bad(format!("need k > 0 and 0 < p <= 1, got {a} and {b} at {r}")));
                             }
-                            let lam = if b >= 1.0 { 0.0 } else { rng.gamma(a) * (1.0 - b) / b };
-                            rng.poisson(lam)
+                            rng.neg_binomial(a, b)
                         }
                         _ => {
                             if !(a.is_finite() && b.is_finite() && a >= 0.0 && b >= 0.0) {
                                 return Err(bad(format!("need mu >= 0 and alpha >= 0, got {a} and {b} at {r}")));
                             }
-                            let lam = if b == 0.0 { a } else { rng.gamma(1.0 / b) * b * a };
-                            rng.poisson(lam)
+                            rng.gen_neg_binomial(a, b)
                         }
                     };
                     o[r * per + j] = T::from_f64(x);

@@ -755,3 +755,59 @@ pub fn clip(x: &NDArray, lo: f64, hi: f64) -> Result<NDArray> {
     }
     Ok(out)
 }
+
+/// MXNet `reshape_like`: `lhs` reshaped so that its dims `[lhs_begin, lhs_end)`
+/// are replaced by `rhs`'s dims `[rhs_begin, rhs_end)` (`None`: the whole
+/// range; negative values count from the end).
+pub fn reshape_like(l: &NDArray, r: &NDArray, lhs: [Option<i64>; 2], rhs: [Option<i64>; 2]) -> Result<NDArray> {
+    let name = "reshape_like";
+    let span = |nd: usize, [b, e]: [Option<i64>; 2], side: &str| -> Result<(usize, usize)> {
+        let fix = |v: Option<i64>, d: usize, what: &str| -> Result<usize> {
+            let Some(v) = v else { return Ok(d) };
+            let u = if v < 0 { v + nd as i64 } else { v };
+            if u < 0 || u > nd as i64 {
+                return Err(Error::value(name, format!("{side}_{what} value {v} is out of range for rank {nd}")));
+            }
+            Ok(u as usize)
+        };
+        let (bb, ee) = (fix(b, 0, "begin")?, fix(e, nd, "end")?);
+        if bb > ee {
+            return Err(Error::value(name, format!("{side}_begin ({bb}) is after {side}_end ({ee})")));
+        }
+        Ok((bb, ee))
+    };
+    let (lb, le) = span(l.ndim(), lhs, "lhs")?;
+    let (rb, re) = span(r.ndim(), rhs, "rhs")?;
+    let mut d = l.dims()[..lb].to_vec();
+    d.extend_from_slice(&r.dims()[rb..re]);
+    d.extend_from_slice(&l.dims()[le..]);
+    let target = Shape::new(&d);
+    if target.size() != l.size() {
+        return Err(Error::shape(name, &[l.shape(), r.shape()], format!("cannot reshape to {target}: sizes differ")));
+    }
+    reshape_to(l, target)
+}
+
+/// MXNet `broadcast_like`: `l` broadcast to `r`'s shape, or with `lhs_axes` /
+/// `rhs_axes` only `l`'s listed axes to the sizes of `r`'s listed axes.
+pub fn broadcast_like(l: &NDArray, r: &NDArray, lhs_axes: Option<&[i64]>, rhs_axes: Option<&[i64]>) -> Result<NDArray> {
+    let name = "broadcast_like";
+    match (lhs_axes, rhs_axes) {
+        (None, None) => broadcast_to(l, r.shape().clone())
+            .map_err(|_| Error::shape(name, &[l.shape(), r.shape()], "operands could not be broadcast together")),
+        (Some(la), Some(ra)) if la.len() == ra.len() => {
+            let mut d = l.dims().to_vec();
+            for (&i, &j) in la.iter().zip(ra) {
+                d[l.shape().axis(name, i)?] = r.dims()[r.shape().axis(name, j)?];
+            }
+            broadcast_to(l, Shape::new(&d)).map_err(|_| {
+                Error::shape(
+                    name,
+                    &[l.shape(), r.shape()],
+                    format!("cannot broadcast lhs axes {la:?} to rhs axes {ra:?}"),
+                )
+            })
+        }
+        _ => Err(Error::value(name, "lhs_axes and rhs_axes must both be given, with the same length")),
+    }
+}
