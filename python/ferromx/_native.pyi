@@ -339,8 +339,15 @@ class NDArray:
 def invoke(name: str, inputs: Sequence[NDArray | None], **attrs: Any) -> NDArray | list[NDArray]:
     """Runs a registered operator; one output is returned bare, several as a list."""
 
-def op_table() -> list[tuple[str, list[str], list[str]]]:
-    """The operator table: (name, input names, attribute names)."""
+def op_table() -> list[dict[str, Any]]:
+    """The operator table: one dict per operator (name, nd/np/npx aliases, fluent, inputs,
+    outputs, aux, params as (name, type, default, doc), doc, grad, mutates, infer, cpu, gpu,
+    scalar, example; binary operators also scalar_op and rscalar_op)."""
+
+def op_infer(
+    name: str, inputs: Sequence[tuple[Sequence[int], str]], ctx: str = "cpu(0)", **attrs: Any
+) -> list[tuple[list[int], str]]:
+    """Shape and dtype inference without data: output (shape, dtype name) per output."""
 
 def array_from_buffer(obj: _Buffer, shape: Sequence[int], dtype: str, ctx: str) -> NDArray:
     """Creates an array by copying a C-contiguous buffer."""

@@ -35,3 +35,16 @@ fully_connected = _nd.FullyConnected
 dropout = _nd.Dropout
 layer_norm = _nd.LayerNorm
 embedding = _nd.Embedding
+
+
+def _install_generated(ns):
+    """``npx`` names of the table's operators that this module does not define itself."""
+    from . import _op_gen
+
+    for d in _op_gen.TABLE:
+        for alias in d["npx"]:
+            if alias not in ns:
+                ns[alias] = getattr(_nd, _op_gen.nd_names(d)[0])
+
+
+_install_generated(globals())

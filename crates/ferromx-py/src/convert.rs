@@ -1,7 +1,7 @@
 //! Conversions between Python values and ferromx types, and error mapping.
 
 use ferromx::engine::ErrorKind;
-use ferromx::registry::{Attr, Attrs};
+use ferromx::opdef::{Attr, Attrs};
 use ferromx::Error;
 use pyo3::exceptions::{PyIndexError, PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -61,7 +61,7 @@ pub fn engine_err(e: ferromx::engine::EngineError) -> PyErr {
 
 /// Parses a context string (`cpu(0)`, `cpu_pinned(1)`, ...) or raises ValueError.
 pub fn parse_ctx(s: &str) -> PyResult<ferromx::Context> {
-    ferromx::registry::parse_ctx(s).ok_or_else(|| PyValueError::new_err(format!("bad context {s}")))
+    ferromx::opdef::parse_ctx(s).ok_or_else(|| PyValueError::new_err(format!("bad context {s}")))
 }
 
 /// Converts one Python attribute value.

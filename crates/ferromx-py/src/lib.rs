@@ -5,6 +5,7 @@ mod convert;
 mod glue;
 mod ndarray;
 mod profiler;
+mod table;
 
 use convert::{engine_err, to_attrs, to_py_err, ErrorTypes, ERRORS};
 use ferromx::autograd;
@@ -25,19 +26,13 @@ fn invoke(
     let ins: Vec<Option<ferromx::NDArray>> = inputs.iter().map(|x| x.as_ref().map(|x| x.a.clone())).collect();
     let a = to_attrs(attrs)?;
     pre_push(py);
-    let outs = ferromx::registry::invoke(name, &ins, &a).map_err(to_py_err)?;
+    let outs = ferromx::opdef::invoke(name, &ins, &a).map_err(to_py_err)?;
     if outs.len() == 1 {
         let o = outs.into_iter().next().expect("one output");
         return Ok(wrap(py, o)?.into_any());
     }
     let v: Vec<Py<PyND>> = outs.into_iter().map(|o| wrap(py, o)).collect::<PyResult<_>>()?;
     Ok(PyList::new(py, v)?.into_any().unbind())
-}
-
-/// The operator table: list of (name, input names, attribute names).
-#[pyfunction]
-fn op_table() -> Vec<(&'static str, Vec<&'static str>, Vec<&'static str>)> {
-    ferromx::registry::OPS.iter().map(|o| (o.name, o.inputs.to_vec(), o.attrs.to_vec())).collect()
 }
 
 /// Copies an array onto another context.
@@ -203,7 +198,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyND>()?;
     m.add_class::<CopyTicket>()?;
     m.add_function(wrap_pyfunction!(invoke, m)?)?;
-    m.add_function(wrap_pyfunction!(op_table, m)?)?;
+    m.add_function(wrap_pyfunction!(table::op_table, m)?)?;
+    m.add_function(wrap_pyfunction!(table::op_infer, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::array_from_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
     m.add_function(wrap_pyfunction!(copy_to_context, m)?)?;

@@ -73,6 +73,17 @@ pub enum Error {
         /// The requested size, formatted.
         bytes: String,
     },
+    /// A context that has no backend (no GPU backend exists yet), or an
+    /// operator with no kernel for the context's device kind.
+    #[error("{}{msg} (context {ctx})", op_prefix(.op))]
+    Device {
+        /// Operator name (may be empty).
+        op: String,
+        /// The context.
+        ctx: String,
+        /// What is missing.
+        msg: String,
+    },
     /// An error raised by an operation that ran on the engine.
     #[error("{0}")]
     Engine(EngineError),
@@ -103,6 +114,9 @@ impl Error {
             Error::Alloc { op, shape, dtype, bytes } if op.is_empty() => {
                 Error::Alloc { op: name.trim_start_matches('_').to_string(), shape, dtype, bytes }
             }
+            Error::Device { op, ctx, msg } if op.is_empty() => {
+                Error::Device { op: name.trim_start_matches('_').to_string(), ctx, msg }
+            }
             e => e,
         }
     }
@@ -112,7 +126,7 @@ impl Error {
             Error::Shape { .. } | Error::Value { .. } | Error::Axis { .. } => ErrorKind::Value,
             Error::Type { .. } => ErrorKind::Type,
             Error::Index { .. } => ErrorKind::Index,
-            Error::Context { .. } | Error::Alloc { .. } => ErrorKind::Runtime,
+            Error::Context { .. } | Error::Alloc { .. } | Error::Device { .. } => ErrorKind::Runtime,
             Error::Engine(e) => e.kind,
         }
     }

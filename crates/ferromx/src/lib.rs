@@ -7,13 +7,16 @@
 //!
 //! Layout: [`NDArray`] (storage chunk + shape + offset + dtype + context),
 //! [`ops`] (one module per operator family), [`autograd`] (tape and backward),
-//! [`registry`] (operators by name, for frontends).
+//! [`opdef`] (every operator defined once, as data: the table frontends
+//! generate their functions from), [`registry`] (the former name of the
+//! table's lookup, kept for the Rust API).
 #![warn(missing_docs)]
 
 pub mod autograd;
 pub mod dtype;
 pub mod error;
 pub mod ndarray;
+pub mod opdef;
 pub mod ops;
 pub mod registry;
 pub mod shape;

@@ -10,6 +10,18 @@ use ferromx_engine::{Engine, WaitTicket};
 use parking_lot::Mutex;
 use std::sync::Arc;
 
+/// Fails with [`Error::Device`] for a context that has no storage backend.
+fn check_backend(ctx: Context) -> Result<()> {
+    match crate::storage::backend_for(ctx) {
+        Some(_) => Ok(()),
+        None => Err(Error::Device {
+            op: String::new(),
+            ctx: ctx.to_string(),
+            msg: "no backend for this context: ferromx has no GPU backend yet".into(),
+        }),
+    }
+}
+
 /// An n-dimensional array whose every operation runs on the engine.
 ///
 /// An `NDArray` is a handle: cloning it gives another handle to the *same*
@@ -38,8 +50,11 @@ impl NDArray {
     /// A new array whose contents are unspecified (the engine writes them).
     /// Fails with [`Error::Alloc`] when the memory cannot be had, or the size
     /// does not fit in the address space, instead of aborting the process.
+    ///
+    /// A context without a backend (`gpu(i)` today) fails with [`Error::Device`].
     pub fn empty(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<Self> {
         let shape = shape.into();
+        check_backend(ctx)?;
         let bytes = shape.dims().iter().try_fold(dtype.size(), |acc, &d| acc.checked_mul(d));
         let chunk = bytes.and_then(|b| Chunk::new(b, ctx));
         match chunk {
@@ -65,6 +80,7 @@ impl NDArray {
     /// visible to any operation, so nothing is computed on the calling thread).
     pub fn from_bytes(bytes: &[u8], shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<Self> {
         let shape = shape.into();
+        check_backend(ctx)?;
         if bytes.len() != shape.size() * dtype.size() {
             return Err(Error::value("array", format!("{} bytes do not fill shape {shape} of {dtype}", bytes.len())));
         }

@@ -1,17 +1,14 @@
 """``ferromx.nd``: MXNet's NDArray API.
 
-Operator functions are generated from the native operator table (each
-operator's input and attribute names, in MXNet's positional order), plus
-hand-written helpers where MXNet's Python layer does more than call one
-operator (scalar handling, ``out=``, creation routines).
+Operator functions are generated from the native operator table (``_op.py``,
+``ferromx._op_gen``): one per operator and alias, with MXNet's parameters.
+This module adds the hand-written helpers where MXNet's Python layer does more
+than call one operator (creation routines, ``split``, ``pad``, file I/O).
 """
-
-import math
-import operator
 
 import numpy as np
 
-from .. import _native
+from .. import _native, _op_gen
 from ..context import Context, _ctx_str, current_context
 from . import ndarray as _nd_mod
 from .ndarray import NDArray, array, empty, invoke, _dtype_name, AsyncCopy
@@ -20,129 +17,13 @@ from ..base import MXNetIndexError as _MXNetIndexError
 from ..base import MXNetTypeError as _MXNetTypeError
 from ..base import MXNetValueError as _MXNetValueError
 
-_OPS = {name: (inputs, attrs) for name, inputs, attrs in _native.op_table()}
-
-_UNARY = [
-    "negative",
-    "abs",
-    "sign",
-    "square",
-    "relu",
-    "sqrt",
-    "rsqrt",
-    "cbrt",
-    "exp",
-    "expm1",
-    "log",
-    "log2",
-    "log10",
-    "log1p",
-    "sin",
-    "cos",
-    "tan",
-    "arcsin",
-    "arccos",
-    "arctan",
-    "sinh",
-    "cosh",
-    "tanh",
-    "arcsinh",
-    "arccosh",
-    "arctanh",
-    "floor",
-    "ceil",
-    "round",
-    "rint",
-    "fix",
-    "trunc",
-    "reciprocal",
-    "sigmoid",
-    "softsign",
-    "erf",
-    "gamma",
-    "gammaln",
-    "logical_not",
-    "degrees",
-    "radians",
-]
-_REDUCE = ["sum", "mean", "prod", "max", "min", "nansum", "nanprod"]
-_BINARY = {
-    "add": "add",
-    "subtract": "sub",
-    "multiply": "mul",
-    "divide": "div",
-    "modulo": "mod",
-    "power": "pow",
-    "maximum": "maximum",
-    "minimum": "minimum",
-    "hypot": "hypot",
-    "equal": "equal",
-    "not_equal": "not_equal",
-    "greater": "greater",
-    "greater_equal": "greater_equal",
-    "lesser": "lesser",
-    "lesser_equal": "lesser_equal",
-    "logical_and": "logical_and",
-    "logical_or": "logical_or",
-    "logical_xor": "logical_xor",
-}
-
-
-def _finish(res, out):
-    """Handles MXNet's ``out=`` argument: copy the result into ``out`` and return it."""
-    if out is None:
-        return res
-    if isinstance(out, NDArray) and isinstance(res, NDArray):
-        if out is not res:
-            if out.shape != res.shape:
-                raise ValueError(f"out= has shape {out.shape}, result has {res.shape}")
-            out._slice_assign([], res)
-        return out
-    return res
-
-
-def _make_op(name, inputs, attrs, public):
-    variadic = bool(inputs) and inputs[0].startswith("*")
-
-    def fn(*args, out=None, name=None, **kwargs):  # noqa: ARG001 - `name` as in MXNet
-        args = list(args)
-        if variadic:
-            if args and isinstance(args[0], (list, tuple)):
-                ins, rest = list(args[0]), args[1:]
-            else:
-                ins = [a for a in args if isinstance(a, NDArray)]
-                rest = [a for a in args if not isinstance(a, NDArray)]
-        else:
-            ins, rest = [], []
-            for i, a in enumerate(args):
-                if i < len(inputs):
-                    ins.append(a)
-                else:
-                    rest.append(a)
-            for nm in inputs[len(ins) :]:
-                ins.append(kwargs.pop(nm, None))
-            for a in ins:
-                if a is not None and not isinstance(a, NDArray):
-                    raise TypeError(f"{public}: input must be an NDArray, got {type(a).__name__}")
-        for nm, v in zip(attrs, rest):
-            kwargs[nm] = v
-        for k in ("ctx",):
-            if k in kwargs or k in attrs:
-                kwargs[k] = _ctx_str(kwargs.get(k))
-        if "dtype" in kwargs and kwargs["dtype"] is not None:
-            kwargs["dtype"] = _dtype_name(kwargs["dtype"])
-        return _finish(invoke(name_, ins, **kwargs), out)
-
-    name_ = name
-    fn.__name__ = public
-    fn.__doc__ = f"``{public}({', '.join(inputs + attrs)})`` — runs on the engine."
-    return fn
-
+from ._op import *  # noqa: E402,F401,F403 - generated from the operator table
+from ._op import finish as _finish
+from ._op import __all__ as _GENERATED
 
 _g = globals()
-for _name, (_inputs, _attrs) in _OPS.items():
-    if not _name.startswith("_"):
-        _g[_name] = _make_op(_name, list(_inputs), list(_attrs), _name)
+# The unary elementwise operators (from the table; tests walk this list).
+_UNARY = [d["name"] for d in _op_gen.TABLE if d["scalar"] is not None and d["scalar"][0] == "unary"]
 
 
 def _update_fn(gen):
@@ -161,119 +42,9 @@ def _update_fn(gen):
     return fn
 
 
-for _u in (
-    "sgd_update",
-    "sgd_mom_update",
-    "nag_mom_update",
-    "adam_update",
-    "rmsprop_update",
-    "adagrad_update",
-):
-    if _u in _g:
-        _g[_u] = _update_fn(_g[_u])
-
-
-def _unary_fn(op):
-    def fn(data, out=None, name=None):  # noqa: ARG001
-        return _finish(invoke("_unary", [data], op=op), out)
-
-    fn.__name__ = op
-    fn.__doc__ = f"Elementwise ``{op}`` (runs on the engine)."
-    return fn
-
-
-for _u in _UNARY:
-    _g[_u] = _unary_fn(_u)
-
-
-def _reduce_fn(op):
-    def fn(data, axis=None, keepdims=False, exclude=False, out=None, name=None):  # noqa: ARG001
-        if axis is None or axis == ():  # MXNet: no axes (even with exclude) means all axes
-            axis, exclude = None, False
-        return _finish(
-            invoke("_reduce", [data], op=op, axis=axis, keepdims=keepdims, exclude=exclude), out
-        )
-
-    fn.__name__ = op
-    fn.__doc__ = f"``{op}`` over ``axis`` (int or tuple, negative allowed; None: all)."
-    return fn
-
-
-for _r in _REDUCE:
-    _g[_r] = _reduce_fn(_r)
-
-
-# What MXNet's ``nd.<op>`` returns when both arguments are scalars: a Python scalar
-# (``nd.add(2, 3) == 5``, ``nd.lesser(2, 3) == 1``). MXNet lacks ``nd.hypot``.
-_SCALAR_FNS = {
-    "add": operator.add,
-    "subtract": operator.sub,
-    "multiply": operator.mul,
-    "divide": operator.truediv,
-    "modulo": operator.mod,
-    "power": operator.pow,
-    "maximum": lambda x, y: x if x > y else y,  # noqa: FURB136 - `max` is nd.max here
-    "minimum": lambda x, y: x if x < y else y,  # noqa: FURB136 - `min` is nd.min here
-    "hypot": math.hypot,
-    "equal": lambda x, y: 1 if x == y else 0,
-    "not_equal": lambda x, y: 1 if x != y else 0,
-    "greater": lambda x, y: 1 if x > y else 0,
-    "greater_equal": lambda x, y: 1 if x >= y else 0,
-    "lesser": lambda x, y: 1 if x < y else 0,
-    "lesser_equal": lambda x, y: 1 if x <= y else 0,
-    "logical_and": lambda x, y: 1 if x and y else 0,
-    "logical_or": lambda x, y: 1 if x or y else 0,
-    "logical_xor": lambda x, y: 1 if bool(x) ^ bool(y) else 0,
-}
-# NumPy's names, for a scalar combined with a NumPy array or list
-_NP_NAMES = {"modulo": "mod", "lesser": "less", "lesser_equal": "less_equal"}
-_SCALAR_TYPES = (int, float, np.generic)
-
-
-def _binary_fn(public, op):
-    def fn(lhs, rhs, out=None, name=None):  # noqa: ARG001
-        if isinstance(lhs, NDArray) and isinstance(rhs, NDArray):
-            return _finish(invoke("_binary", [lhs, rhs], op=op), out)
-        if isinstance(lhs, NDArray):
-            return _finish(invoke("_scalar", [lhs], op=op, scalar=float(rhs), reverse=False), out)
-        if isinstance(rhs, NDArray):
-            return _finish(invoke("_scalar", [rhs], op=op, scalar=float(lhs), reverse=True), out)
-        if isinstance(lhs, _SCALAR_TYPES) and isinstance(rhs, _SCALAR_TYPES):
-            return _SCALAR_FNS[public](lhs, rhs)
-        return array(getattr(np, _NP_NAMES.get(public, public))(lhs, rhs))
-
-    fn.__name__ = public
-    fn.__doc__ = f"Broadcasting ``{public}``; either side may be a scalar."
-    return fn
-
-
-for _pub, _op in _BINARY.items():
-    _g[_pub] = _binary_fn(_pub, _op)
-    _g[
-        "broadcast_"
-        + (
-            "sub"
-            if _pub == "subtract"
-            else (
-                "mul"
-                if _pub == "multiply"
-                else "div" if _pub == "divide" else "mod" if _pub == "modulo" else _pub
-            )
-        )
-    ] = _g[_pub]
-    _g[
-        "elemwise_"
-        + (
-            "sub"
-            if _pub == "subtract"
-            else "mul" if _pub == "multiply" else "div" if _pub == "divide" else _pub
-        )
-    ] = _g[_pub]
-broadcast_plus = add  # noqa: F821 - generated above
-broadcast_minus = subtract  # noqa: F821
-broadcast_lesser = lesser  # noqa: F821 - generated above
-mod = modulo  # noqa: F821
-softrelu = _unary_fn("softrelu")
+for _d in _op_gen.TABLE:  # operators that write their first input (the weight) in place
+    if 0 in _d["mutates"]:
+        _g[_d["name"]] = _update_fn(_g[_d["name"]])
 
 
 # ----------------------------------------------------------------------------- creation

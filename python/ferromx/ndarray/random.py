@@ -256,7 +256,7 @@ def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwa
         return samples
     k = data.shape[-1]
     batch = data.shape[:-1]
-    flat = invoke("_unary", [data], op="log")._reshape([data.size])
+    flat = invoke("log", [data])._reshape([data.size])
     idx = invoke("cast", [samples], dtype="int64")
     if batch:
         nb = int(np.prod(batch))

@@ -179,12 +179,18 @@ equal, not_equal = _cmp("equal"), _cmp("not_equal")
 greater, greater_equal = _cmp("greater"), _cmp("greater_equal")
 less, less_equal = _cmp("lesser"), _cmp("lesser_equal")
 
-for _n in ["exp", "log", "sqrt", "abs", "sin", "cos", "tan", "tanh", "floor", "ceil", "sign",
-           "square", "log1p", "expm1", "log2", "log10", "negative", "reciprocal", "arcsin",
-           "arccos", "arctan", "sinh", "cosh", "trunc", "rint", "cbrt"]:
-    globals()[_n] = getattr(_nd, _n)
-add, subtract, multiply, divide = _nd.add, _nd.subtract, _nd.multiply, _nd.divide
-true_divide, power, maximum, minimum, mod = _nd.divide, _nd.power, _nd.maximum, _nd.minimum, _nd.modulo
-absolute = _nd.abs
+
+def _install_generated(ns):
+    """NumPy names of the table's operators (``np.exp``, ``np.add``, ...) that this module
+    does not define itself."""
+    from .. import _op_gen
+
+    for d in _op_gen.TABLE:
+        for alias in d["np"]:
+            if alias not in ns:
+                ns[alias] = getattr(_nd, _op_gen.nd_names(d)[0])
+
+
+_install_generated(globals())
 
 from . import random  # noqa: E402,F401

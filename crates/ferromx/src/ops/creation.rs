@@ -121,3 +121,137 @@ pub fn eye(n: usize, m: Option<usize>, k: i64, dtype: DType, ctx: Context) -> Re
     }
     Ok(out)
 }
+
+use crate::opdef::{one, param, Aliases, Grad, Invocation, OpDef, ParamDef, ParamKind as K};
+
+const CREATE: &[ParamDef] = &[
+    param("shape", K::Shape, Some("()"), "Output shape."),
+    param("ctx", K::Context, Some("None"), "Context of the result (default: the current context)."),
+    param("dtype", K::DType, Some("'float32'"), "Element type of the result."),
+];
+const CONSTANT: Grad = Grad::None("creates a constant");
+
+/// The creation operators.
+pub static DEFS: &[OpDef] = &[
+    OpDef {
+        name: "_zeros",
+        params: CREATE,
+        doc: "An array of zeros.",
+        forward: |i| one(zeros(i.shape("shape")?, i.dtype("dtype", DType::F32)?, i.ctx("ctx")?)),
+        grad: CONSTANT,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_ones",
+        params: CREATE,
+        doc: "An array of ones.",
+        forward: |i| one(ones(i.shape("shape")?, i.dtype("dtype", DType::F32)?, i.ctx("ctx")?)),
+        grad: CONSTANT,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_full",
+        params: &[
+            param("shape", K::Shape, Some("()"), "Output shape."),
+            param("value", K::Float, Some("0.0"), "The fill value."),
+            param("ctx", K::Context, Some("None"), "Context of the result."),
+            param("dtype", K::DType, Some("'float32'"), "Element type of the result."),
+        ],
+        doc: "An array filled with `value`.",
+        forward: |i| one(full(i.shape("shape")?, i.f64("value")?, i.dtype("dtype", DType::F32)?, i.ctx("ctx")?)),
+        grad: CONSTANT,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_arange",
+        params: &[
+            param("start", K::Float, Some("0.0"), "Start of the interval."),
+            param("stop", K::Float, Some("None"), "End of the interval (exclusive); None: [0, start)."),
+            param("step", K::Float, Some("1.0"), "Spacing between values."),
+            param("repeat", K::Int, Some("1"), "Times each value is repeated."),
+            param("ctx", K::Context, Some("None"), "Context of the result."),
+            param("dtype", K::DType, Some("'float32'"), "Element type of the result."),
+        ],
+        doc: "Evenly spaced values within an interval, each repeated `repeat` times.",
+        forward: |i| {
+            one(arange(
+                i.f64("start")?,
+                i.opt_f64("stop")?,
+                i.f64("step")?,
+                i.i64("repeat")?.max(0) as usize,
+                i.dtype("dtype", DType::F32)?,
+                i.ctx("ctx")?,
+            ))
+        },
+        grad: CONSTANT,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_linspace",
+        params: &[
+            param("start", K::Float, Some("0.0"), "First value."),
+            param("stop", K::Float, Some("1.0"), "Last value (included when `endpoint`)."),
+            param("num", K::Int, Some("50"), "Number of values."),
+            param("endpoint", K::Bool, Some("True"), "Whether `stop` is included."),
+            param("ctx", K::Context, Some("None"), "Context of the result."),
+            param("dtype", K::DType, Some("'float32'"), "Element type of the result."),
+        ],
+        doc: "`num` evenly spaced values over [start, stop].",
+        forward: |i| {
+            one(linspace(
+                i.f64("start")?,
+                i.f64("stop")?,
+                i.i64("num")?.max(0) as usize,
+                i.bool("endpoint")?,
+                i.dtype("dtype", DType::F32)?,
+                i.ctx("ctx")?,
+            ))
+        },
+        grad: CONSTANT,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_eye",
+        params: &[
+            param("N", K::Int, Some("0"), "Number of rows."),
+            param("M", K::Int, Some("0"), "Number of columns (0: N)."),
+            param("k", K::Int, Some("0"), "Diagonal offset (positive: above the main diagonal)."),
+            param("ctx", K::Context, Some("None"), "Context of the result."),
+            param("dtype", K::DType, Some("'float32'"), "Element type of the result."),
+        ],
+        doc: "A 2-d array with ones on diagonal `k` and zeros elsewhere.",
+        forward: |i| {
+            let m = i.opt_i64("M")?.filter(|&m| m > 0).map(|m| m as usize);
+            one(eye(i.i64("N")?.max(0) as usize, m, i.i64("k")?, i.dtype("dtype", DType::F32)?, i.ctx("ctx")?))
+        },
+        grad: CONSTANT,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "zeros_like",
+        aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
+        inputs: &["data"],
+        doc: "Zeros with the shape, dtype and context of `data`.",
+        forward: |i| one(zeros_like(i.x(0)?)),
+        grad: CONSTANT,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "ones_like",
+        aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
+        inputs: &["data"],
+        doc: "Ones with the shape, dtype and context of `data`.",
+        forward: |i| one(ones_like(i.x(0)?)),
+        grad: CONSTANT,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "full_like",
+        inputs: &["data"],
+        params: &[param("fill_value", K::Float, Some("0.0"), "The fill value.")],
+        doc: "`fill_value` with the shape, dtype and context of `data`.",
+        forward: |i: &Invocation<'_>| one(full_like(i.x(0)?, i.f64("fill_value")?)),
+        grad: CONSTANT,
+        ..OpDef::BASE
+    },
+];

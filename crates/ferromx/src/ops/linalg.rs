@@ -264,3 +264,51 @@ pub fn gemm2(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool, alp
         ops::scalar(BinOp::Mul, &r, alpha)
     }
 }
+
+use crate::opdef::{one, param, Aliases, Example, Invocation, OpDef, ParamDef, ParamKind as K};
+
+const TRANSPOSES: &[ParamDef] = &[
+    param("transpose_a", K::Bool, Some("False"), "Use the transpose of the first operand."),
+    param("transpose_b", K::Bool, Some("False"), "Use the transpose of the second operand."),
+];
+
+/// The dense products.
+pub static DEFS: &[OpDef] = &[
+    OpDef {
+        name: "dot",
+        aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
+        inputs: &["lhs", "rhs"],
+        params: TRANSPOSES,
+        doc: "Dot product with MXNet's N-d rule: contracts the last axis of `lhs` with the first of `rhs`.",
+        forward: |i| one(dot(i.x(0)?, i.x(1)?, i.bool("transpose_a")?, i.bool("transpose_b")?)),
+        example: Some(Example { shapes: &[&[2, 3], &[3, 2]], attrs: "", range: (0.5, 1.5) }),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "batch_dot",
+        inputs: &["lhs", "rhs"],
+        params: TRANSPOSES,
+        doc: "Batched matrix product over the leading axes.",
+        forward: |i| one(batch_dot(i.x(0)?, i.x(1)?, i.bool("transpose_a")?, i.bool("transpose_b")?)),
+        example: Some(Example { shapes: &[&[2, 2, 3], &[2, 3, 2]], attrs: "", range: (0.5, 1.5) }),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "linalg_gemm2",
+        aliases: Aliases { nd: &["_linalg_gemm2"], np: &[], npx: &[], fluent: false },
+        inputs: &["A", "B"],
+        params: &[
+            param("transpose_a", K::Bool, Some("False"), "Use the transpose of A."),
+            param("transpose_b", K::Bool, Some("False"), "Use the transpose of B."),
+            param("alpha", K::Float, Some("1.0"), "Scale of the product."),
+            param("axis", K::Int, Some("-2"), "The axis holding the matrix rows."),
+        ],
+        doc: "`alpha * op(A) @ op(B)` over batches of matrices.",
+        forward: |i: &Invocation<'_>| {
+            let (ta, tb) = (i.bool("transpose_a")?, i.bool("transpose_b")?);
+            one(gemm2_axis(i.x(0)?, i.x(1)?, ta, tb, i.f64("alpha")?, i.i64("axis")?))
+        },
+        example: Some(Example { shapes: &[&[2, 3], &[3, 2]], attrs: "alpha=0.5", range: (0.5, 1.5) }),
+        ..OpDef::BASE
+    },
+];

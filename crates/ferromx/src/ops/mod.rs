@@ -1,29 +1,30 @@
-//! Operators, one module per family. Each family holds its shape and type
-//! inference, its kernels and its gradients; every operator pushes its kernel
-//! to the engine and returns at once.
+//! Operators, one folder per family. Each family's `mod.rs` holds its
+//! definitions ([`crate::opdef::OpDef`], registered in the table), and its
+//! inference and gradients; kernels live beside them (`cpu.rs` where the
+//! family runs [`crate::opdef::OpCall`] kernels). Every operator pushes its
+//! kernel to the engine and returns at once.
 
+pub mod binary;
 pub mod creation;
-pub mod elemwise;
-pub mod index_ops;
-pub mod indexing;
+pub mod index;
 pub mod linalg;
 pub mod nn;
 pub mod optim;
 pub mod par;
 pub mod random;
 pub mod reduce;
-pub mod shape_ops;
+pub mod shape;
 pub mod sort;
+pub mod unary;
 
+pub use binary::{binary, binary_inplace, binary_scalar, scalar_inplace, scalar_op, user_scalar_op, BinOp};
 pub use creation::*;
-pub use elemwise::binary::{binary, binary_inplace, scalar_inplace, scalar_op, user_scalar_op, BinOp};
-pub use elemwise::unary::{unary, UnaryOp};
-pub use index_ops::*;
-pub use indexing::Idx;
+pub use index::*;
 pub use linalg::*;
 pub use reduce::*;
-pub use shape_ops::*;
+pub use shape::*;
 pub use sort::*;
+pub use unary::{unary, unary_scalar, UnaryOp};
 
 use crate::autograd::{needs_record, record};
 use crate::dtype::{DType, Elem};
@@ -226,3 +227,28 @@ pub fn copy_to_ctx(x: &NDArray, ctx: crate::Context) -> Result<NDArray> {
     }
     Ok(out)
 }
+
+use crate::opdef::{one, param, Aliases, Example, OpDef, ParamKind as K};
+
+/// The copy and cast operators (this name shadows the families' `DEFS`,
+/// which the table reaches by their module paths).
+pub static DEFS: &[OpDef] = &[
+    OpDef {
+        name: "cast",
+        aliases: Aliases { nd: &["Cast"], np: &[], npx: &[], fluent: false },
+        inputs: &["data"],
+        params: &[param("dtype", K::DType, None, "The element type to cast to.")],
+        doc: "A copy converted to `dtype` (C-style casts: floats truncate towards zero into ints).",
+        forward: |i| one(astype(i.x(0)?, i.dtype("dtype", DType::F32)?)),
+        example: Some(Example { shapes: &[&[2, 3]], attrs: "dtype='float64'", range: (0.5, 1.5) }),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_copy",
+        inputs: &["data"],
+        doc: "A copy with new storage.",
+        forward: |i| one(copy(i.x(0)?)),
+        example: Some(Example { shapes: &[&[2, 3]], attrs: "", range: (0.5, 1.5) }),
+        ..OpDef::BASE
+    },
+];

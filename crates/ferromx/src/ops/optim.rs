@@ -196,3 +196,77 @@ pub fn update(kind: Update, weight: &NDArray, grad: &NDArray, states: &[&NDArray
     });
     Ok(())
 }
+
+use crate::opdef::{param, Grad, Invocation, OpDef, ParamDef, ParamKind as K};
+
+const COMMON: [ParamDef; 4] = [
+    param("lr", K::Float, None, "Learning rate."),
+    param("wd", K::Float, Some("0.0"), "Weight decay (L2 penalty)."),
+    param("rescale_grad", K::Float, Some("1.0"), "Gradient scale (usually 1/batch_size)."),
+    param("clip_gradient", K::Float, Some("-1.0"), "Clip the rescaled gradient to ±this; negative: off."),
+];
+const MOMENTUM: ParamDef = param("momentum", K::Float, Some("0.0"), "Momentum.");
+const UPDATE: Grad = Grad::None("an in-place optimizer update");
+
+fn forward_update(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    let p = UpdateParams {
+        lr: i.f64("lr")?,
+        wd: i.f64("wd")?,
+        rescale_grad: i.f64("rescale_grad")?,
+        clip_gradient: i.f64("clip_gradient")?,
+    };
+    let kind = match i.def.name {
+        "sgd_update" => Update::Sgd,
+        "sgd_mom_update" => Update::SgdMom { momentum: i.f64("momentum")? },
+        "nag_mom_update" => Update::Nag { momentum: i.f64("momentum")? },
+        "adam_update" => Update::Adam { beta1: i.f64("beta1")?, beta2: i.f64("beta2")?, epsilon: i.f64("epsilon")? },
+        "rmspropalex_update" => {
+            Update::RmsPropAlex { gamma1: i.f64("gamma1")?, gamma2: i.f64("gamma2")?, epsilon: i.f64("epsilon")? }
+        }
+        "rmsprop_update" => Update::RmsProp { gamma1: i.f64("gamma1")?, epsilon: i.f64("epsilon")? },
+        _ => Update::AdaGrad { epsilon: i.f64("epsilon")? },
+    };
+    let w = i.x(0)?;
+    let states: Vec<&NDArray> = (2..i.inputs.len()).map(|k| i.x(k)).collect::<Result<_>>()?;
+    update(kind, w, i.x(1)?, &states, p)?;
+    Ok(vec![w.clone()])
+}
+
+macro_rules! updates {
+    ($( $name:literal [$($inp:literal),*] [$($extra:expr),*] $mutates:expr, $doc:literal; )*) => {
+        /// The optimizer updates.
+        pub static DEFS: &[OpDef] = &[ $( OpDef {
+            name: $name,
+            inputs: &[$($inp),*],
+            params: &[COMMON[0], $($extra,)* COMMON[1], COMMON[2], COMMON[3]],
+            doc: $doc,
+            forward: forward_update,
+            grad: UPDATE,
+            mutates: $mutates,
+            ..OpDef::BASE
+        } ),* ];
+    };
+}
+
+updates! {
+    "sgd_update" ["weight", "grad"] [] &[0], "SGD: `w -= lr * (clip(rescale_grad * g) + wd * w)`, in place.";
+    "sgd_mom_update" ["weight", "grad", "mom"] [MOMENTUM] &[0, 2], "SGD with momentum, in place.";
+    "nag_mom_update" ["weight", "grad", "mom"] [MOMENTUM] &[0, 2], "Nesterov momentum SGD, in place.";
+    "adam_update" ["weight", "grad", "mean", "var"] [
+        param("beta1", K::Float, Some("0.9"), "Decay of the first moment."),
+        param("beta2", K::Float, Some("0.999"), "Decay of the second moment."),
+        param("epsilon", K::Float, Some("1e-08"), "Added to the denominator.")
+    ] &[0, 2, 3], "Adam, in place (bias correction is the caller's, as in MXNet).";
+    "rmsprop_update" ["weight", "grad", "n"] [
+        param("gamma1", K::Float, Some("0.95"), "Decay of the squared-gradient average."),
+        param("epsilon", K::Float, Some("1e-08"), "Added to the denominator.")
+    ] &[0, 2], "RMSProp, in place.";
+    "rmspropalex_update" ["weight", "grad", "n", "g", "delta"] [
+        param("gamma1", K::Float, Some("0.95"), "Decay of the squared-gradient average."),
+        param("gamma2", K::Float, Some("0.9"), "Momentum of the update."),
+        param("epsilon", K::Float, Some("1e-08"), "Added to the denominator.")
+    ] &[0, 2, 3, 4], "Centered RMSProp (Graves), in place.";
+    "adagrad_update" ["weight", "grad", "history"] [
+        param("epsilon", K::Float, Some("1e-07"), "Added to the denominator.")
+    ] &[0, 2], "AdaGrad, in place.";
+}

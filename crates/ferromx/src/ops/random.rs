@@ -433,3 +433,108 @@ pub fn sample_per_element(kind: &str, params: &[NDArray], extra: Shape, dtype: D
     });
     Ok(out)
 }
+
+use crate::opdef::{one, param, Grad, Invocation, OpDef, ParamDef, ParamKind as K};
+
+const RANDOM: Grad = Grad::None("random samples");
+const TAIL: [ParamDef; 3] = [
+    param("shape", K::Shape, Some("()"), "Shape of the result."),
+    param("ctx", K::Context, Some("None"), "Context of the result."),
+    param("dtype", K::DType, Some("None"), "Element type (default float32; int32 for randint)."),
+];
+
+fn forward_sample(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    let f = |k| i.f64(k);
+    let dist = match i.def.name {
+        "_random_uniform" => Dist::Uniform(f("low")?, f("high")?),
+        "_random_normal" => Dist::Normal(f("loc")?, f("scale")?),
+        "_random_randint" => Dist::RandInt(i.i64("low")?, i.i64("high")?),
+        "_random_exponential" => Dist::Exponential(f("lam")?),
+        "_random_gamma" => Dist::Gamma(f("alpha")?, f("beta")?),
+        "_random_negative_binomial" => Dist::NegBinomial(f("k")?, f("p")?),
+        "_random_generalized_negative_binomial" => Dist::GenNegBinomial(f("mu")?, f("alpha")?),
+        _ => Dist::Poisson(f("lam")?),
+    };
+    let default_dt = if i.def.name == "_random_randint" { DType::I32 } else { DType::F32 };
+    one(sample(dist, i.shape("shape")?, i.dtype("dtype", default_dt)?, i.ctx("ctx")?))
+}
+
+macro_rules! samplers {
+    ($( $name:literal [$($p:expr),*] $doc:literal; )*) => {
+        /// The random samplers.
+        pub static DEFS: &[OpDef] = &[
+            $( OpDef {
+                name: $name,
+                params: &[$($p,)* TAIL[0], TAIL[1], TAIL[2]],
+                doc: $doc,
+                forward: forward_sample,
+                grad: RANDOM,
+                ..OpDef::BASE
+            }, )*
+            OpDef {
+                name: "_shuffle",
+                inputs: &["data"],
+                doc: "A copy with the first axis randomly permuted.",
+                forward: |i| one(shuffle(i.x(0)?)),
+                grad: RANDOM,
+                ..OpDef::BASE
+            },
+            OpDef {
+                name: "_sample_multinomial",
+                inputs: &["data"],
+                params: &[
+                    param("shape", K::Ints, Some("()"), "Samples per distribution."),
+                    param("dtype", K::DType, Some("'int32'"), "Element type of the samples."),
+                ],
+                doc: "Samples from the categorical distributions in the last axis of `data`.",
+                forward: forward_multinomial,
+                grad: RANDOM,
+                ..OpDef::BASE
+            },
+            OpDef {
+                name: "_sample_per_element",
+                inputs: &["p0", "p1"],
+                params: &[
+                    param("kind", K::Str, None, "The distribution."),
+                    param("shape", K::Shape, Some("()"), "Samples per parameter element."),
+                    param("dtype", K::DType, Some("'float32'"), "Element type."),
+                ],
+                doc: "One distribution per element of the parameter arrays.",
+                forward: |i| {
+                    let dt = i.dtype("dtype", DType::F32)?;
+                    one(sample_per_element(&i.str("kind")?, &i.all(), i.shape("shape")?, dt))
+                },
+                grad: RANDOM,
+                ..OpDef::BASE
+            },
+        ];
+    };
+}
+
+fn forward_multinomial(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    let s = i.ints("shape")?.unwrap_or_default();
+    let num = s.iter().product::<i64>().max(1) as usize;
+    let p = i.x(0)?;
+    let r = multinomial(p, num, i.dtype("dtype", DType::I32)?)?;
+    // Output shape: data.shape[:-1] + shape (MXNet).
+    let mut od = p.dims()[..p.ndim().saturating_sub(1)].to_vec();
+    od.extend(s.iter().map(|&d| d.max(0) as usize));
+    one(crate::ops::reshape_to(&r, Shape::new(&od)))
+}
+
+samplers! {
+    "_random_uniform" [param("low", K::Float, Some("0.0"), "Lower bound."), param("high", K::Float, Some("1.0"), "Upper bound.")]
+        "Uniform samples in [low, high).";
+    "_random_normal" [param("loc", K::Float, Some("0.0"), "Mean."), param("scale", K::Float, Some("1.0"), "Standard deviation.")]
+        "Normal samples.";
+    "_random_randint" [param("low", K::Int, Some("0"), "Lower bound."), param("high", K::Int, Some("1"), "Upper bound (exclusive).")]
+        "Uniform integers in [low, high).";
+    "_random_exponential" [param("lam", K::Float, Some("1.0"), "Rate.")] "Exponential samples.";
+    "_random_gamma" [param("alpha", K::Float, Some("1.0"), "Shape."), param("beta", K::Float, Some("1.0"), "Scale.")]
+        "Gamma samples.";
+    "_random_poisson" [param("lam", K::Float, Some("1.0"), "Rate.")] "Poisson samples.";
+    "_random_negative_binomial" [param("k", K::Float, Some("1.0"), "Successes."), param("p", K::Float, Some("1.0"), "Success probability.")]
+        "Negative binomial samples.";
+    "_random_generalized_negative_binomial" [param("mu", K::Float, Some("1.0"), "Mean."), param("alpha", K::Float, Some("1.0"), "Dispersion.")]
+        "Generalized negative binomial samples.";
+}

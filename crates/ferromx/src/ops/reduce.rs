@@ -3,7 +3,7 @@
 //! Every reduction is brought to an `(outer, reduced, inner)` layout. A set
 //! of axes that is not one contiguous block is reduced one block at a time.
 
-use super::elemwise::arith::Arith;
+use super::binary::arith::Arith;
 use crate::autograd::{needs_record, record};
 use crate::dtype::{DType, Elem};
 use crate::error::{Error, Result};
@@ -400,4 +400,101 @@ pub fn norm(x: &NDArray, ord: u32, axes: Option<&[i64]>, keepdims: bool) -> Resu
         }
         _ => Err(Error::value("norm", format!("ord must be 1 or 2, got {ord}"))),
     }
+}
+
+use crate::opdef::{one, param, Aliases, Example, Grad, Invocation, OpDef, ParamDef, ParamKind as K};
+
+const REDUCE: &[ParamDef] = &[
+    param("axis", K::Ints, Some("()"), "Axes to reduce over (negative counts from the end); () or None: all."),
+    param("keepdims", K::Bool, Some("False"), "Keep reduced axes with size 1."),
+    param("exclude", K::Bool, Some("False"), "Reduce over the axes *not* listed."),
+];
+const EX: Example = Example { shapes: &[&[2, 3, 2]], attrs: "axis=1", range: (0.5, 1.5) };
+
+fn forward_reduce(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    let op = match i.def.name {
+        "sum" => ReduceOp::Sum,
+        "mean" => ReduceOp::Mean,
+        "prod" => ReduceOp::Prod,
+        "max" => ReduceOp::Max,
+        "min" => ReduceOp::Min,
+        "nansum" => ReduceOp::NanSum,
+        _ => ReduceOp::NanProd,
+    };
+    // MXNet: no axes (even with exclude) means every axis.
+    let axes = i.ints("axis")?.filter(|a| !a.is_empty());
+    let exclude = axes.is_some() && i.bool("exclude")?;
+    one(reduce(op, i.x(0)?, axes.as_deref(), i.bool("keepdims")?, exclude))
+}
+
+macro_rules! reductions {
+    ($( $name:literal [$($nd:literal),*] [$($np:literal),*] $doc:literal; )*) => {
+        /// The reductions.
+        pub static DEFS: &[OpDef] = &[
+            $( OpDef {
+                name: $name,
+                aliases: Aliases { nd: &[$($nd),*], np: &[$($np),*], npx: &[], fluent: true },
+                inputs: &["data"],
+                params: REDUCE,
+                doc: $doc,
+                forward: forward_reduce,
+                example: Some(EX),
+                ..OpDef::BASE
+            }, )*
+            OpDef {
+                name: "norm",
+                aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
+                inputs: &["data"],
+                params: &[
+                    param("ord", K::Int, Some("2"), "Order of the norm: 1 or 2."),
+                    param("axis", K::Ints, Some("None"), "Axes to reduce over; None: all."),
+                    param("keepdims", K::Bool, Some("False"), "Keep reduced axes with size 1."),
+                ],
+                doc: "The L1 or L2 norm over `axis` (accumulated in float64).",
+                forward: |i| {
+                    let axes = i.ints("axis")?;
+                    one(norm(i.x(0)?, i.i64("ord")? as u32, axes.as_deref(), i.bool("keepdims")?))
+                },
+                example: Some(Example { shapes: &[&[3, 4]], attrs: "axis=1", range: (0.5, 1.5) }),
+                ..OpDef::BASE
+            },
+            argmax_def("argmax", "Indices of the maximum along `axis` (in the input's dtype, float32 for bool)."),
+            argmax_def("argmin", "Indices of the minimum along `axis` (in the input's dtype, float32 for bool)."),
+        ];
+    };
+}
+
+const ARGMAX: &[ParamDef] = &[
+    param("axis", K::Int, Some("None"), "The axis; None: over the flattened array."),
+    param("keepdims", K::Bool, Some("False"), "Keep the reduced axis with size 1."),
+];
+
+const fn argmax_def(name: &'static str, doc: &'static str) -> OpDef {
+    OpDef {
+        name,
+        aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
+        inputs: &["data"],
+        params: ARGMAX,
+        doc,
+        forward: forward_argmax,
+        grad: Grad::None("indices are piecewise constant"),
+        ..OpDef::BASE
+    }
+}
+
+fn forward_argmax(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    // MXNet returns the indices in the input's dtype (float32 for bool).
+    let x = i.x(0)?;
+    let odt = if x.dtype() == DType::Bool { DType::F32 } else { x.dtype() };
+    one(argmax(x, i.opt_i64("axis")?, i.bool("keepdims")?, i.def.name == "argmin", odt))
+}
+
+reductions! {
+    "sum" ["sum_axis"] [] "Sum over `axis`.";
+    "mean" [] [] "Mean over `axis`.";
+    "prod" [] [] "Product over `axis`.";
+    "max" ["max_axis"] [] "Maximum over `axis`.";
+    "min" ["min_axis"] [] "Minimum over `axis`.";
+    "nansum" [] [] "Sum over `axis`, treating NaN as 0.";
+    "nanprod" [] [] "Product over `axis`, treating NaN as 1.";
 }

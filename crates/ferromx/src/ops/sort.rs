@@ -402,3 +402,63 @@ pub fn topk(
         }
     })
 }
+
+use crate::opdef::{param, Aliases, Grad, Invocation, OpDef, ParamKind as K};
+
+/// The sorting operators.
+pub static DEFS: &[OpDef] = &[
+    OpDef {
+        name: "sort",
+        aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
+        inputs: &["data"],
+        params: &[
+            param("axis", K::Int, Some("-1"), "Axis to sort along; None: the flattened array."),
+            param("is_ascend", K::Bool, Some("True"), "Ascending (True) or descending order."),
+        ],
+        doc: "Sorted copy along `axis`.",
+        forward: |i| crate::opdef::one(sort(i.x(0)?, i.i64_or_none("axis")?, i.bool("is_ascend")?)),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "argsort",
+        aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
+        inputs: &["data"],
+        params: &[
+            param("axis", K::Int, Some("-1"), "Axis to sort along; None: the flattened array."),
+            param("is_ascend", K::Bool, Some("True"), "Ascending (True) or descending order."),
+            param("dtype", K::DType, Some("'float32'"), "Element type of the indices."),
+        ],
+        doc: "Indices that sort `data` along `axis`.",
+        forward: |i| {
+            let dt = i.dtype("dtype", DType::F32)?;
+            crate::opdef::one(argsort(i.x(0)?, i.i64_or_none("axis")?, i.bool("is_ascend")?, dt))
+        },
+        grad: Grad::None("indices are piecewise constant"),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "topk",
+        aliases: Aliases { nd: &[], np: &[], npx: &["topk"], fluent: true },
+        inputs: &["data"],
+        outputs: &["output", "indices"],
+        params: &[
+            param("axis", K::Int, Some("-1"), "Axis to search along; None: the flattened array."),
+            param("k", K::Int, Some("1"), "Number of elements to return."),
+            param("ret_typ", K::Str, Some("'indices'"), "'value', 'indices', 'both' or 'mask'."),
+            param("is_ascend", K::Bool, Some("False"), "Return the k smallest (True) or largest."),
+            param("dtype", K::DType, Some("'float32'"), "Element type of the indices."),
+        ],
+        doc: "The top k elements or their indices along `axis`.",
+        forward: |i: &Invocation<'_>| {
+            topk(
+                i.x(0)?,
+                i.i64_or_none("axis")?,
+                i.i64("k")?,
+                TopKRet::parse(&i.str("ret_typ")?)?,
+                i.bool("is_ascend")?,
+                i.dtype("dtype", DType::F32)?,
+            )
+        },
+        ..OpDef::BASE
+    },
+];

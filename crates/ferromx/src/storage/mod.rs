@@ -2,12 +2,14 @@
 //! kernel is handed typed slices of them (and, in `fanout`, the one place a
 //! kernel's chunks are handed to other threads).
 
+mod backend;
 mod fanout;
 mod gemm;
 mod pool;
 mod raw;
 mod simd;
 
+pub use backend::{backend_for, Backend, Host};
 pub use fanout::fanout;
 pub use gemm::{matmul, GemmElem};
 pub use pool::{pool_stats, release_pool, PoolStats};

@@ -21,7 +21,7 @@
 //! element-multiple offsets, so every cast is aligned and in bounds.
 //! Reading a chunk outside an operation is not possible through this API.
 
-use super::pool::{self, size_class};
+use super::backend::{backend_for, Backend};
 use crate::dtype::{DType, Elem};
 use crate::Context;
 use ferromx_engine::{Engine, Op, OpFailure, Var};
@@ -40,6 +40,7 @@ pub(crate) struct Chunk {
     class: usize,
     pub(crate) bytes: usize,
     pub(crate) ctx: Context,
+    backend: Option<&'static dyn Backend>,
     external: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
@@ -50,15 +51,24 @@ unsafe impl Send for Chunk {}
 unsafe impl Sync for Chunk {}
 
 impl Chunk {
-    /// A chunk of `bytes` bytes (contents unspecified until an op writes it);
-    /// `None` when the memory cannot be allocated.
+    /// A chunk of `bytes` bytes from the context's backend (contents
+    /// unspecified until an op writes it); `None` when the memory cannot be
+    /// allocated. The caller checks first that the context has a backend.
     pub(crate) fn new(bytes: usize, ctx: Context) -> Option<Arc<Chunk>> {
         if bytes > isize::MAX as usize / 2 {
             return None;
         }
-        let class = size_class(bytes);
-        let ptr = pool::take(class)?;
-        Some(Arc::new(Chunk { var: Engine::global().new_var(), ptr, class, bytes, ctx, external: None }))
+        let backend = backend_for(ctx)?;
+        let (ptr, class) = backend.allocate(bytes)?;
+        Some(Arc::new(Chunk {
+            var: Engine::global().new_var(),
+            ptr,
+            class,
+            bytes,
+            ctx,
+            backend: Some(backend),
+            external: None,
+        }))
     }
 
     /// A chunk initialised from bytes on the calling thread. The chunk is new,
@@ -87,7 +97,15 @@ impl Chunk {
         ctx: Context,
         owner: Box<dyn std::any::Any + Send + Sync>,
     ) -> Arc<Chunk> {
-        Arc::new(Chunk { var: Engine::global().new_var(), ptr, class: 0, bytes, ctx, external: Some(owner) })
+        Arc::new(Chunk {
+            var: Engine::global().new_var(),
+            ptr,
+            class: 0,
+            bytes,
+            ctx,
+            backend: None,
+            external: Some(owner),
+        })
     }
 
     /// Address of the first byte (for zero-copy export; dereferencing it is
@@ -99,9 +117,10 @@ impl Chunk {
 
 impl Drop for Chunk {
     fn drop(&mut self) {
-        match self.external.take() {
-            Some(owner) => drop(owner),
-            None => pool::give(self.ptr, self.class),
+        match (self.external.take(), self.backend) {
+            (Some(owner), _) => drop(owner),
+            (None, Some(b)) => b.release(self.ptr, self.class),
+            (None, None) => {}
         }
     }
 }

@@ -1,0 +1,64 @@
+//! [`OpCall`]: one operator applied to arrays, the unit the engine runs.
+
+use super::{KernelSlot, OpDef};
+use crate::engine::OpFailure;
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::storage::{push_kernel, Kernel, View};
+use smallvec::SmallVec;
+
+/// A kernel: runs one call with typed access to its inputs and outputs.
+pub type KernelFn = fn(&OpCall, &Kernel) -> std::result::Result<(), OpFailure>;
+
+/// A definition, its numeric parameters and its input and output views.
+///
+/// This is what is pushed to the engine: the closure the engine runs is the
+/// definition's kernel for the outputs' device applied to this value. Being
+/// plain data (not an opaque closure), a call can be inspected, merged with
+/// its neighbours by a fusion pass, or retargeted to another device.
+pub struct OpCall {
+    /// The operator.
+    pub def: &'static OpDef,
+    /// Numeric parameters the kernel reads, in the definition's parameter order
+    /// (a scalar operator's `scalar`).
+    pub nums: SmallVec<[f64; 4]>,
+    pub(crate) inputs: Vec<View>,
+    pub(crate) outputs: Vec<View>,
+}
+
+impl OpCall {
+    /// A call of `def` reading `ins` and writing `outs`.
+    pub fn new(def: &'static OpDef, ins: &[&NDArray], outs: &[&NDArray]) -> OpCall {
+        OpCall {
+            def,
+            nums: SmallVec::new(),
+            inputs: ins.iter().map(|x| x.view()).collect(),
+            outputs: outs.iter().map(|x| x.view()).collect(),
+        }
+    }
+
+    /// The same call with numeric parameters.
+    pub fn with_nums(mut self, nums: &[f64]) -> OpCall {
+        self.nums = SmallVec::from_slice(nums);
+        self
+    }
+}
+
+/// Pushes a call to the engine with the definition's kernel for the device
+/// its outputs live on; fails when that device kind has no kernel.
+pub fn push_call(call: OpCall) -> Result<()> {
+    let ctx = call.outputs.first().or(call.inputs.first()).map(|v| v.chunk.ctx).unwrap_or_default();
+    let f = match call.def.kernel(ctx) {
+        KernelSlot::Call(f) => *f,
+        _ => {
+            return Err(Error::Device {
+                op: call.def.name.into(),
+                ctx: ctx.to_string(),
+                msg: "no kernel for this device kind".into(),
+            })
+        }
+    };
+    let (ins, outs) = (call.inputs.clone(), call.outputs.clone());
+    push_kernel(call.def.name, ins, outs, move |k| f(&call, k));
+    Ok(())
+}

@@ -1,0 +1,394 @@
+//! Binary elementwise operators with NumPy broadcasting, their scalar forms
+//! (`_plus_scalar`, `_rminus_scalar`, ...), in-place forms and gradients.
+//!
+//! Each broadcasting operator and each scalar operator is one [`OpDef`];
+//! the function is a [`BinOp`], which the kernels in `cpu.rs` dispatch on
+//! and which a fusion pass can compose.
+
+pub mod arith;
+mod cpu;
+#[cfg(test)]
+mod tests;
+
+pub use cpu::binary_scalar;
+
+use crate::autograd::{needs_record, record};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::opdef::{
+    param, push_call, Aliases, Attrs, Example, Grad, GradArgs, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef,
+    ParamKind, ScalarForm,
+};
+use crate::ops::{self, check_ctx, sum_to};
+use crate::shape::Shape;
+use crate::storage::push_kernel;
+
+/// A binary elementwise function (the scalar form of a binary operator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BinOp {
+    /// a + b
+    Add,
+    /// a - b
+    Sub,
+    /// a * b
+    Mul,
+    /// a / b
+    Div,
+    /// a % b (Python semantics)
+    Mod,
+    /// a ** b
+    Pow,
+    /// elementwise max
+    Max,
+    /// elementwise min
+    Min,
+    /// sqrt(a² + b²)
+    Hypot,
+    /// a == b (1 or 0)
+    Eq,
+    /// a != b
+    Ne,
+    /// a > b
+    Gt,
+    /// a >= b
+    Ge,
+    /// a < b
+    Lt,
+    /// a <= b
+    Le,
+    /// logical and
+    And,
+    /// logical or
+    Or,
+    /// logical xor
+    Xor,
+}
+
+impl BinOp {
+    /// The broadcasting operator's definition.
+    ///
+    /// `DEFS` lists the broadcasting operators in `BinOp` order, then the
+    /// scalar ones in the same order, then the four reversed ones (a test
+    /// checks this), so the lookup is an index.
+    pub fn def(self) -> &'static OpDef {
+        &DEFS[self as usize]
+    }
+    /// The scalar operator computing `op(x, s)` (or `op(s, x)` with `reverse`).
+    pub fn scalar_def(self, reverse: bool) -> &'static OpDef {
+        let (op, rev) = match (self, reverse) {
+            (op, false) => (op, false),
+            (BinOp::Sub | BinOp::Div | BinOp::Mod | BinOp::Pow, true) => (self, true),
+            (BinOp::Gt, true) => (BinOp::Lt, false),
+            (BinOp::Ge, true) => (BinOp::Le, false),
+            (BinOp::Lt, true) => (BinOp::Gt, false),
+            (BinOp::Le, true) => (BinOp::Ge, false),
+            (op, true) => (op, false), // commutative
+        };
+        match (op, rev) {
+            (BinOp::Sub, true) => &DEFS[2 * N_BINOP],
+            (BinOp::Div, true) => &DEFS[2 * N_BINOP + 1],
+            (BinOp::Mod, true) => &DEFS[2 * N_BINOP + 2],
+            (BinOp::Pow, true) => &DEFS[2 * N_BINOP + 3],
+            (op, _) => &DEFS[N_BINOP + op as usize],
+        }
+    }
+    /// MXNet operator name.
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+    /// Name of the scalar form.
+    pub fn scalar_name(self) -> &'static str {
+        self.scalar_def(false).name
+    }
+    fn differentiable(self) -> bool {
+        use BinOp::*;
+        matches!(self, Add | Sub | Mul | Div | Mod | Pow | Max | Min | Hypot)
+    }
+}
+
+/// Number of [`BinOp`] functions.
+pub(crate) const N_BINOP: usize = 18;
+
+const NOT_DIFF: &str = "comparison and logical results are piecewise constant: no gradient flows";
+const SCALAR: &[ParamDef] = &[param("scalar", ParamKind::Float, Some("1.0"), "The scalar operand.")];
+const EX2: Example = Example { shapes: &[&[2, 3], &[1, 3]], attrs: "", range: (0.5, 1.5) };
+const EX1: Example = Example { shapes: &[&[2, 3]], attrs: "scalar=1.7", range: (0.5, 1.5) };
+
+const fn grad_of(op: BinOp) -> Grad {
+    use BinOp::*;
+    match op {
+        Add | Sub | Mul | Div | Mod | Pow | Max | Min | Hypot => Grad::Fn(grad),
+        _ => Grad::None(NOT_DIFF),
+    }
+}
+
+macro_rules! binary {
+    ($( $op:ident $name:literal [$($nd:literal),*] [$($np:literal),*] $sname:literal $doc:literal; )*) => {
+        /// Every broadcasting binary operator, then every scalar operator.
+        ///
+        /// Every `nd` name of a broadcasting operator (its own and its
+        /// aliases, MXNet's `nd.add` among them) is a function that also
+        /// takes a Python scalar on either side and then runs the scalar
+        /// form (`scalar_op`/`rscalar_op` in the exported table).
+        pub static DEFS: &[OpDef] = &[
+            $( OpDef {
+                name: $name,
+                aliases: Aliases { nd: &[$($nd),*], np: &[$($np),*], npx: &[], fluent: false },
+                inputs: &["lhs", "rhs"],
+                doc: $doc,
+                infer: Some(infer_binary),
+                forward: forward_binary,
+                grad: grad_of(BinOp::$op),
+                cpu: KernelSlot::Call(cpu::run_broadcast),
+                scalar: Some(ScalarForm::Binary(BinOp::$op)),
+                example: Some(EX2),
+                ..OpDef::BASE
+            }, )*
+            $( OpDef {
+                name: $sname,
+                inputs: &["data"],
+                params: SCALAR,
+                doc: $doc,
+                infer: Some(infer_scalar),
+                forward: forward_scalar,
+                grad: grad_of(BinOp::$op),
+                cpu: KernelSlot::Call(cpu::run_scalar),
+                scalar: Some(ScalarForm::Scalar(BinOp::$op, false)),
+                example: Some(EX1),
+                ..OpDef::BASE
+            }, )*
+            rscalar(BinOp::Sub, "_rminus_scalar"),
+            rscalar(BinOp::Div, "_rdiv_scalar"),
+            rscalar(BinOp::Mod, "_rmod_scalar"),
+            rscalar(BinOp::Pow, "_rpower_scalar"),
+        ];
+    };
+}
+
+const fn rscalar(op: BinOp, name: &'static str) -> OpDef {
+    OpDef {
+        name,
+        inputs: &["data"],
+        params: SCALAR,
+        doc: "The operator with the scalar on the left: `op(scalar, x)`.",
+        infer: Some(infer_scalar),
+        forward: forward_scalar,
+        grad: Grad::Fn(grad),
+        cpu: KernelSlot::Call(cpu::run_scalar),
+        scalar: Some(ScalarForm::Scalar(op, true)),
+        example: Some(EX1),
+        ..OpDef::BASE
+    }
+}
+
+binary! {
+    Add "broadcast_add" ["add", "broadcast_plus", "elemwise_add"] ["add"] "_plus_scalar" "Sum `lhs + rhs` with broadcasting.";
+    Sub "broadcast_sub" ["subtract", "broadcast_minus", "elemwise_sub"] ["subtract"] "_minus_scalar"
+        "Difference `lhs - rhs` with broadcasting.";
+    Mul "broadcast_mul" ["multiply", "elemwise_mul"] ["multiply"] "_mul_scalar" "Product `lhs * rhs` with broadcasting.";
+    Div "broadcast_div" ["divide", "elemwise_div"] ["divide", "true_divide"] "_div_scalar"
+        "Quotient `lhs / rhs` with broadcasting.";
+    Mod "broadcast_mod" ["modulo", "mod"] ["mod", "remainder"] "_mod_scalar" "Remainder with the divisor's sign (Python's `%`).";
+    Pow "broadcast_power" ["power"] ["power"] "_power_scalar" "`lhs ** rhs` with broadcasting.";
+    Max "broadcast_maximum" ["maximum"] ["maximum"] "_maximum_scalar" "Elementwise maximum (NaN propagates).";
+    Min "broadcast_minimum" ["minimum"] ["minimum"] "_minimum_scalar" "Elementwise minimum (NaN propagates).";
+    Hypot "broadcast_hypot" ["hypot"] ["hypot"] "_hypot_scalar" "`sqrt(lhs² + rhs²)` with broadcasting.";
+    Eq "broadcast_equal" ["equal"] ["equal"] "_equal_scalar" "1 where `lhs == rhs`, else 0.";
+    Ne "broadcast_not_equal" ["not_equal"] ["not_equal"] "_not_equal_scalar" "1 where `lhs != rhs`, else 0.";
+    Gt "broadcast_greater" ["greater"] ["greater"] "_greater_scalar" "1 where `lhs > rhs`, else 0.";
+    Ge "broadcast_greater_equal" ["greater_equal"] ["greater_equal"] "_greater_equal_scalar" "1 where `lhs >= rhs`, else 0.";
+    Lt "broadcast_lesser" ["lesser"] ["less"] "_lesser_scalar" "1 where `lhs < rhs`, else 0.";
+    Le "broadcast_lesser_equal" ["lesser_equal"] ["less_equal"] "_lesser_equal_scalar" "1 where `lhs <= rhs`, else 0.";
+    And "broadcast_logical_and" ["logical_and"] ["logical_and"] "_logical_and_scalar" "1 where both are non-zero, else 0.";
+    Or "broadcast_logical_or" ["logical_or"] ["logical_or"] "_logical_or_scalar" "1 where either is non-zero, else 0.";
+    Xor "broadcast_logical_xor" ["logical_xor"] ["logical_xor"] "_logical_xor_scalar" "1 where exactly one is non-zero, else 0.";
+}
+
+fn binop(def: &OpDef) -> (BinOp, bool) {
+    match def.scalar {
+        Some(ScalarForm::Binary(op)) => (op, false),
+        Some(ScalarForm::Scalar(op, rev)) => (op, rev),
+        _ => unreachable!("binary family definitions have scalar forms"),
+    }
+}
+
+fn infer_binary(def: &OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (a, b) = (&ins[0], &ins[1]);
+    if a.ctx != b.ctx {
+        return Err(Error::Context { op: def.name.into(), a: a.ctx.to_string(), b: b.ctx.to_string() });
+    }
+    let shape = Shape::broadcast(def.name, &a.shape, &b.shape)?;
+    Ok(vec![Meta { shape, dtype: DType::promote(a.dtype, b.dtype), ctx: a.ctx }])
+}
+
+fn infer_scalar(def: &OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    use BinOp::*;
+    let x = &ins[0];
+    let bool_arith = x.dtype == DType::Bool && matches!(binop(def).0, Add | Sub | Mul | Div | Mod | Pow);
+    Ok(vec![Meta { shape: x.shape.clone(), dtype: if bool_arith { DType::I64 } else { x.dtype }, ctx: x.ctx }])
+}
+
+fn forward_binary(inv: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    Ok(vec![binary(binop(inv.def).0, inv.x(0)?, inv.x(1)?)?])
+}
+
+fn forward_scalar(inv: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    let (op, rev) = binop(inv.def);
+    Ok(vec![user_scalar_op(op, inv.x(0)?, inv.f64("scalar")?, rev)?])
+}
+
+fn unify(op: &str, a: &NDArray, b: &NDArray) -> Result<(NDArray, NDArray, DType)> {
+    check_ctx(op, a, b)?;
+    let dt = DType::promote(a.dtype(), b.dtype());
+    let a = if a.dtype() != dt { ops::astype(a, dt)? } else { a.clone() };
+    let b = if b.dtype() != dt { ops::astype(b, dt)? } else { b.clone() };
+    Ok((a, b, dt))
+}
+
+/// `op(a, b)` with broadcasting and type promotion.
+pub fn binary(op: BinOp, a: &NDArray, b: &NDArray) -> Result<NDArray> {
+    let def = op.def();
+    let oshape = Shape::broadcast(def.name, a.shape(), b.shape())?;
+    let (a2, b2, dt) = unify(def.name, a, b)?;
+    let out = NDArray::empty(oshape.clone(), dt, a.ctx())?;
+    if oshape.size() > 0 {
+        push_call(OpCall::new(def, &[&a2, &b2], &[&out]))?;
+    }
+    if op.differentiable() && needs_record(&[a, b]) {
+        record_grad(def, &[a, b], &out, &[]);
+    }
+    Ok(out)
+}
+
+/// Records `def`'s gradient function for one call.
+fn record_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64]) {
+    let inputs: Vec<NDArray> = ins.iter().map(|x| (*x).clone()).collect();
+    let (o, nums) = (out.clone(), nums.to_vec());
+    record(
+        def.name,
+        ins,
+        &[out],
+        Box::new(move |g| {
+            let args = GradArgs { def, inputs: &inputs, outputs: std::slice::from_ref(&o), out_grads: g, nums: &nums };
+            match &def.grad {
+                Grad::Fn(f) => f(&args),
+                _ => Err(Error::value(def.name, "not differentiable")),
+            }
+        }),
+    );
+}
+
+/// [`scalar_op`] as a user's `x + 1` means it: arithmetic on a bool array
+/// computes in int64, as in MXNet (internal callers keep the array's dtype).
+pub fn user_scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArray> {
+    use BinOp::*;
+    if a.dtype() == DType::Bool && matches!(op, Add | Sub | Mul | Div | Mod | Pow) {
+        return scalar_op(op, &ops::astype(a, DType::I64)?, s, reverse);
+    }
+    scalar_op(op, a, s, reverse)
+}
+
+/// `op(a, s)` (or `op(s, a)` when `reverse`) for a Python scalar `s`.
+///
+/// As in MXNet's `nd`, the result keeps `a`'s dtype (the scalar is cast).
+pub fn scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArray> {
+    let def = op.scalar_def(reverse);
+    let out = NDArray::empty(a.shape().clone(), a.dtype(), a.ctx())?;
+    if a.size() > 0 {
+        push_call(OpCall::new(def, &[a], &[&out]).with_nums(&[s]))?;
+    }
+    if op.differentiable() && needs_record(&[a]) {
+        record_grad(def, &[a], &out, &[s]);
+    }
+    Ok(out)
+}
+
+/// The gradient of every differentiable binary and scalar operator.
+fn grad(args: &GradArgs<'_>) -> Result<Vec<Option<NDArray>>> {
+    let (op, reverse) = binop(args.def);
+    let (o, g) = (&args.outputs[0], &args.out_grads[0]);
+    if let Some(ScalarForm::Scalar(..)) = args.def.scalar {
+        let s = args.nums.first().copied().unwrap_or(0.0);
+        return Ok(vec![Some(scalar_grad(op, reverse, &args.inputs[0], o, g, s)?)]);
+    }
+    let (a, b) = (&args.inputs[0], &args.inputs[1]);
+    let (ga, gb) = binary_grad(op, a, b, o, g)?;
+    Ok(vec![Some(sum_to(&ga, a.shape())?), Some(sum_to(&gb, b.shape())?)])
+}
+
+fn binary_grad(op: BinOp, a: &NDArray, b: &NDArray, o: &NDArray, g: &NDArray) -> Result<(NDArray, NDArray)> {
+    use ops::{div, mul, neg, sub};
+    Ok(match op {
+        BinOp::Add => (g.clone(), g.clone()),
+        BinOp::Sub => (g.clone(), neg(g)?),
+        BinOp::Mul => (mul(g, b)?, mul(g, a)?),
+        BinOp::Div => (div(g, b)?, neg(&div(&mul(g, o)?, b)?)?),
+        BinOp::Mod => (g.clone(), neg(&mul(g, &ops::unary(ops::UnaryOp::Floor, &div(a, b)?)?)?)?),
+        BinOp::Pow => {
+            let ga = mul(g, &mul(b, &binary(BinOp::Pow, a, &ops::scalar(BinOp::Sub, b, 1.0)?)?)?)?;
+            let gb = mul(g, &mul(o, &ops::unary(ops::UnaryOp::Log, a)?)?)?;
+            (ga, gb)
+        }
+        BinOp::Max | BinOp::Min => {
+            let cmp = if op == BinOp::Max { BinOp::Ge } else { BinOp::Le };
+            let m = binary(cmp, a, b)?;
+            (mul(g, &m)?, mul(g, &ops::scalar_r(BinOp::Sub, &m, 1.0)?)?)
+        }
+        BinOp::Hypot => (mul(g, &div(a, o)?)?, mul(g, &div(b, o)?)?),
+        _ => (sub(g, g)?, sub(g, g)?),
+    })
+}
+
+fn scalar_grad(op: BinOp, reverse: bool, x: &NDArray, o: &NDArray, g: &NDArray, s: f64) -> Result<NDArray> {
+    use ops::{div, mul, scalar, scalar_r};
+    Ok(match (op, reverse) {
+        (BinOp::Add, _) | (BinOp::Sub, false) | (BinOp::Mod, false) => g.clone(),
+        (BinOp::Sub, true) => ops::neg(g)?,
+        (BinOp::Mul, _) => scalar(BinOp::Mul, g, s)?,
+        (BinOp::Div, false) => scalar(BinOp::Div, g, s)?,
+        (BinOp::Div, true) => ops::neg(&div(&mul(g, o)?, x)?)?,
+        (BinOp::Pow, false) => mul(g, &scalar(BinOp::Mul, &scalar(BinOp::Pow, x, s - 1.0)?, s)?)?,
+        (BinOp::Pow, true) => mul(g, &scalar(BinOp::Mul, o, s.ln())?)?,
+        (BinOp::Max, _) => mul(g, &scalar(BinOp::Ge, x, s)?)?,
+        (BinOp::Min, _) => mul(g, &scalar(BinOp::Le, x, s)?)?,
+        (BinOp::Hypot, _) => mul(g, &div(x, o)?)?,
+        (BinOp::Mod, true) => {
+            let q = ops::unary(ops::UnaryOp::Floor, &scalar_r(BinOp::Div, x, s)?)?;
+            ops::neg(&mul(g, &q)?)?
+        }
+        _ => ops::zeros_like(g)?,
+    })
+}
+
+/// In place: `dst = op(dst, b)` (b broadcast to dst's shape). Writes dst's chunk.
+pub fn binary_inplace(op: BinOp, dst: &NDArray, b: &NDArray) -> Result<()> {
+    use BinOp::*;
+    let name = op.def().name;
+    if !matches!(op, Add | Sub | Mul | Div | Mod | Pow | Max | Min) {
+        return Err(Error::value(name, "this operator has no in-place form"));
+    }
+    check_ctx(name, dst, b)?;
+    let oshape = Shape::broadcast(name, dst.shape(), b.shape())?;
+    if &oshape != dst.shape() {
+        return Err(Error::shape(name, &[dst.shape(), b.shape()], "in-place result would need a different shape"));
+    }
+    let b = if b.dtype() != dst.dtype() { ops::astype(b, dst.dtype())? } else { b.clone() };
+    let b = if b.shares_storage(dst) { ops::copy(&b)? } else { b };
+    if oshape.size() == 0 {
+        return Ok(());
+    }
+    let sb = b.shape().broadcast_strides(&oshape);
+    let dt = dst.dtype();
+    push_kernel(name, vec![b.view()], vec![dst.view()], move |k| {
+        cpu::run_inplace(op, dt, &oshape, &sb, k);
+        Ok(())
+    });
+    Ok(())
+}
+
+/// In place with a scalar: `dst = op(dst, s)`.
+pub fn scalar_inplace(op: BinOp, dst: &NDArray, s: f64) -> Result<()> {
+    let b = NDArray::scalar(s, dst.ctx());
+    binary_inplace(op, dst, &b)
+}

@@ -1,0 +1,260 @@
+//! Unary elementwise operators: definitions, inference and gradients.
+//!
+//! Each operator is one [`OpDef`] in [`DEFS`], made by the `unary!` macro
+//! from its name, its function ([`UnaryOp`], the identity the kernels and a
+//! fusion pass dispatch on), its derivative as an [`Expr`] in `x` and
+//! `y = f(x)`, its NumPy names and a docstring. Adding a unary operator is
+//! one `UnaryOp` variant, one kernel arm in `cpu.rs` and one line here.
+
+mod cpu;
+#[cfg(test)]
+mod tests;
+
+pub use cpu::unary_scalar;
+
+use crate::autograd::{needs_record, record};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ndarray::NDArray;
+use crate::opdef::{
+    push_call, Aliases, Attrs, Example, Expr, Grad, GradArgs, Invocation, KernelSlot, Meta, OpCall, OpDef, ScalarForm,
+};
+use crate::ops::{self, BinOp};
+
+/// A unary elementwise function (the scalar form of a unary operator).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum UnaryOp {
+    Negative,
+    Abs,
+    Sign,
+    Square,
+    Relu,
+    Sqrt,
+    Rsqrt,
+    Cbrt,
+    Exp,
+    Expm1,
+    Log,
+    Log2,
+    Log10,
+    Log1p,
+    Sin,
+    Cos,
+    Tan,
+    Arcsin,
+    Arccos,
+    Arctan,
+    Sinh,
+    Cosh,
+    Tanh,
+    Arcsinh,
+    Arccosh,
+    Arctanh,
+    Floor,
+    Ceil,
+    Round,
+    Rint,
+    Fix,
+    Trunc,
+    Reciprocal,
+    Sigmoid,
+    Softsign,
+    Softrelu,
+    Erf,
+    Gamma,
+    Gammaln,
+    LogicalNot,
+    Degrees,
+    Radians,
+}
+
+impl UnaryOp {
+    /// Functions that keep an integer dtype (everything else computes in float).
+    fn int_ok(self) -> bool {
+        use UnaryOp::*;
+        matches!(self, Negative | Abs | Sign | Square | Relu | LogicalNot | Floor | Ceil | Round | Rint | Fix | Trunc)
+    }
+
+    /// Functions defined on bool arrays.
+    fn bool_ok(self) -> bool {
+        matches!(self, UnaryOp::LogicalNot | UnaryOp::Abs | UnaryOp::Relu | UnaryOp::Square)
+    }
+
+    /// The operator defining this function.
+    ///
+    /// `DEFS` lists the operators in `UnaryOp` order (a test checks this), so
+    /// the lookup is an index.
+    pub fn def(self) -> &'static OpDef {
+        &DEFS[self as usize]
+    }
+
+    /// MXNet operator name.
+    pub fn name(self) -> &'static str {
+        self.def().name
+    }
+}
+
+use Expr::{B, C, U, X, Y};
+use UnaryOp as F;
+
+// Derivatives, in x and y = f(x).
+const ZERO: Expr = C(0.0);
+const X2: Expr = B(BinOp::Mul, &X, &X);
+const ONE_MINUS_X2: Expr = B(BinOp::Sub, &C(1.0), &X2);
+const X2_PLUS_ONE: Expr = B(BinOp::Add, &X2, &C(1.0));
+const ONE_PLUS_ABS: Expr = B(BinOp::Add, &U(F::Abs, &X), &C(1.0));
+
+macro_rules! unary {
+    ($( $name:literal $op:ident [$($np:literal),*] $fluent:literal $grad:expr, $range:expr, $doc:literal; )*) => {
+        /// Every unary elementwise operator.
+        pub static DEFS: &[OpDef] = &[ $( OpDef {
+            name: $name,
+            aliases: Aliases { nd: &[], np: &[$($np),*], npx: &[], fluent: $fluent },
+            inputs: &["data"],
+            outputs: &["output"],
+            aux: &[],
+            params: &[],
+            doc: $doc,
+            infer: Some(infer),
+            forward,
+            grad: grad_kind($grad),
+            mutates: &[],
+            workspace: None,
+            cpu: KernelSlot::Call(cpu::run),
+            gpu: KernelSlot::Empty,
+            scalar: Some(ScalarForm::Unary(UnaryOp::$op, $grad)),
+            example: Some(Example { shapes: &[&[2, 3]], attrs: "", range: $range }),
+        } ),* ];
+    };
+}
+
+const fn grad_kind(d: Option<&'static Expr>) -> Grad {
+    match d {
+        Some(_) => Grad::Fn(grad),
+        None => Grad::None("the derivative needs digamma, which is not implemented"),
+    }
+}
+
+const R: (f64, f64) = (0.1, 0.45);
+
+unary! {
+    "negative" Negative ["negative"] true Some(&C(-1.0)), R, "Numerical negative, elementwise: `-x`.";
+    "abs" Abs ["abs", "absolute"] true Some(&U(F::Sign, &X)), R, "Absolute value, elementwise.";
+    "sign" Sign ["sign"] true Some(&ZERO), R, "Sign (-1, 0 or 1; NaN stays NaN), elementwise.";
+    "square" Square ["square"] true Some(&B(BinOp::Mul, &X, &C(2.0))), R, "Square, elementwise.";
+    "relu" Relu [] true Some(&B(BinOp::Gt, &X, &C(0.0))), R, "Rectified linear unit: `max(x, 0)`.";
+    "sqrt" Sqrt ["sqrt"] true Some(&B(BinOp::Div, &C(0.5), &Y)), R, "Square root, elementwise.";
+    "rsqrt" Rsqrt [] true Some(&B(BinOp::Mul, &B(BinOp::Mul, &Y, &B(BinOp::Mul, &Y, &Y)), &C(-0.5))), R,
+        "Reciprocal square root: `1/sqrt(x)`.";
+    "cbrt" Cbrt ["cbrt"] true Some(&B(BinOp::Div, &C(1.0), &B(BinOp::Mul, &B(BinOp::Mul, &Y, &Y), &C(3.0)))), R,
+        "Cube root, elementwise.";
+    "exp" Exp ["exp"] true Some(&Y), R, "Exponential `e^x`, elementwise.";
+    "expm1" Expm1 ["expm1"] true Some(&B(BinOp::Add, &Y, &C(1.0))), R, "`exp(x) - 1`, accurate near 0.";
+    "log" Log ["log"] true Some(&U(F::Reciprocal, &X)), R, "Natural logarithm, elementwise.";
+    "log2" Log2 ["log2"] true Some(&B(BinOp::Div, &C(1.0), &B(BinOp::Mul, &X, &C(std::f64::consts::LN_2)))), R,
+        "Base-2 logarithm, elementwise.";
+    "log10" Log10 ["log10"] true Some(&B(BinOp::Div, &C(1.0), &B(BinOp::Mul, &X, &C(std::f64::consts::LN_10)))), R,
+        "Base-10 logarithm, elementwise.";
+    "log1p" Log1p ["log1p"] true Some(&B(BinOp::Div, &C(1.0), &B(BinOp::Add, &X, &C(1.0)))), R,
+        "`log(1 + x)`, accurate near 0.";
+    "sin" Sin ["sin"] true Some(&U(F::Cos, &X)), R, "Sine (radians), elementwise.";
+    "cos" Cos ["cos"] true Some(&U(F::Negative, &U(F::Sin, &X))), R, "Cosine (radians), elementwise.";
+    "tan" Tan ["tan"] true Some(&B(BinOp::Add, &B(BinOp::Mul, &Y, &Y), &C(1.0))), R, "Tangent, elementwise.";
+    "arcsin" Arcsin ["arcsin"] true Some(&U(F::Rsqrt, &ONE_MINUS_X2)), R, "Inverse sine, elementwise.";
+    "arccos" Arccos ["arccos"] true Some(&U(F::Negative, &U(F::Rsqrt, &ONE_MINUS_X2))), R,
+        "Inverse cosine, elementwise.";
+    "arctan" Arctan ["arctan"] true Some(&B(BinOp::Div, &C(1.0), &X2_PLUS_ONE)), R, "Inverse tangent, elementwise.";
+    "sinh" Sinh ["sinh"] true Some(&U(F::Cosh, &X)), R, "Hyperbolic sine, elementwise.";
+    "cosh" Cosh ["cosh"] true Some(&U(F::Sinh, &X)), R, "Hyperbolic cosine, elementwise.";
+    "tanh" Tanh ["tanh"] true Some(&B(BinOp::Sub, &C(1.0), &B(BinOp::Mul, &Y, &Y))), R,
+        "Hyperbolic tangent, elementwise.";
+    "arcsinh" Arcsinh ["arcsinh"] true Some(&U(F::Rsqrt, &X2_PLUS_ONE)), R, "Inverse hyperbolic sine, elementwise.";
+    "arccosh" Arccosh ["arccosh"] true Some(&U(F::Rsqrt, &B(BinOp::Sub, &X2, &C(1.0)))), (1.2, 2.0),
+        "Inverse hyperbolic cosine, elementwise.";
+    "arctanh" Arctanh ["arctanh"] true Some(&B(BinOp::Div, &C(1.0), &ONE_MINUS_X2)), R,
+        "Inverse hyperbolic tangent, elementwise.";
+    "floor" Floor ["floor"] true Some(&ZERO), R, "Largest integer not above x, elementwise.";
+    "ceil" Ceil ["ceil"] true Some(&ZERO), R, "Smallest integer not below x, elementwise.";
+    "round" Round [] true Some(&ZERO), R, "Nearest integer, halves away from zero (MXNet's round).";
+    "rint" Rint ["rint"] true Some(&ZERO), R, "Nearest integer, halves down (MXNet's rint: n.5 -> n).";
+    "fix" Fix ["fix"] true Some(&ZERO), R, "Rounds towards zero, elementwise.";
+    "trunc" Trunc ["trunc"] true Some(&ZERO), R, "Integer part (towards zero), elementwise.";
+    "reciprocal" Reciprocal ["reciprocal"] true Some(&U(F::Negative, &B(BinOp::Mul, &Y, &Y))), R,
+        "Reciprocal `1/x`, elementwise.";
+    "sigmoid" Sigmoid [] true Some(&B(BinOp::Mul, &Y, &B(BinOp::Sub, &C(1.0), &Y))), R,
+        "Logistic sigmoid `1/(1+e^-x)`.";
+    "softsign" Softsign [] true Some(&B(BinOp::Div, &C(1.0), &B(BinOp::Mul, &ONE_PLUS_ABS, &ONE_PLUS_ABS))), R,
+        "Softsign `x/(1+|x|)`.";
+    "softrelu" Softrelu [] false Some(&U(F::Sigmoid, &X)), R, "Softplus `log(1+e^x)` (MXNet's softrelu).";
+    "erf" Erf [] true Some(&B(BinOp::Mul, &U(F::Exp, &U(F::Negative, &X2)), &C(std::f64::consts::FRAC_2_SQRT_PI))),
+        R, "Gauss error function, elementwise.";
+    "gamma" Gamma [] true None, R, "Gamma function, elementwise.";
+    "gammaln" Gammaln [] true None, R, "Log of the absolute value of the gamma function, elementwise.";
+    "logical_not" LogicalNot [] true Some(&ZERO), R, "Logical not (1 where x is 0, else 0), elementwise.";
+    "degrees" Degrees ["degrees", "rad2deg"] true Some(&C(180.0 / std::f64::consts::PI)), R,
+        "Radians to degrees, elementwise.";
+    "radians" Radians ["radians", "deg2rad"] true Some(&C(std::f64::consts::PI / 180.0)), R,
+        "Degrees to radians, elementwise.";
+}
+
+/// The result dtype of `op` on `dt`, or the error for a dtype it does not take.
+fn out_dtype(op: UnaryOp, name: &str, dt: DType) -> Result<DType> {
+    if dt == DType::Bool && !op.bool_ok() {
+        return Err(Error::dtype(name, "operator is not defined for bool arrays"));
+    }
+    Ok(if !op.int_ok() && !dt.is_float() { DType::F32 } else { dt })
+}
+
+fn infer(def: &OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (op, x) = (def.unary_op().expect("unary def"), &ins[0]);
+    Ok(vec![Meta { shape: x.shape.clone(), dtype: out_dtype(op, def.name, x.dtype)?, ctx: x.ctx }])
+}
+
+fn forward(inv: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    let op = inv.def.unary_op().expect("unary def");
+    Ok(vec![unary(op, inv.x(0)?)?])
+}
+
+/// Applies a unary operator. Integer inputs of float-only operators are cast to float32 first.
+pub fn unary(op: UnaryOp, x: &NDArray) -> Result<NDArray> {
+    let def = op.def();
+    let dt = out_dtype(op, def.name, x.dtype())?;
+    let x = if dt != x.dtype() { ops::astype(x, dt)? } else { x.clone() };
+    let out = NDArray::empty(x.shape().clone(), dt, x.ctx())?;
+    if x.size() > 0 {
+        push_call(OpCall::new(def, &[&x], &[&out]))?;
+    }
+    if needs_record(&[&x]) {
+        let (xc, oc) = (x.clone(), out.clone());
+        record(
+            def.name,
+            &[&x],
+            &[&out],
+            Box::new(move |g| {
+                let args = GradArgs { def, inputs: &[xc.clone()], outputs: &[oc.clone()], out_grads: g, nums: &[] };
+                match &def.grad {
+                    Grad::Fn(f) => f(&args),
+                    Grad::None(why) => Err(Error::value(def.name, format!("not differentiable: {why}"))),
+                    Grad::Recorded => unreachable!("unary operators have gradient functions"),
+                }
+            }),
+        );
+    }
+    Ok(out)
+}
+
+/// `g * f'(x)`, with `f'` the definition's derivative expression.
+fn grad(a: &GradArgs<'_>) -> Result<Vec<Option<NDArray>>> {
+    let (x, y, g) = (&a.inputs[0], &a.outputs[0], &a.out_grads[0]);
+    let d = match a.def.scalar {
+        Some(ScalarForm::Unary(_, Some(d))) => d,
+        _ => return Err(Error::value(a.def.name, "no derivative defined")),
+    };
+    let r = match d {
+        C(c) if *c == 0.0 => ops::zeros_like(g)?,
+        C(c) => ops::scalar(BinOp::Mul, g, *c)?,
+        d => ops::mul(g, &d.eval(x, y)?)?,
+    };
+    Ok(vec![Some(r)])
+}

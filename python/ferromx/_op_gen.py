@@ -1,0 +1,248 @@
+"""Python functions, fluent methods, docstrings and type stubs generated from the native
+operator table (``_native.op_table()``): every operator is defined once, in Rust, and adding
+one needs no Python edit.
+
+``python -m ferromx._op_gen`` rewrites ``ndarray/_op.pyi``; a test checks that it is current.
+"""
+
+import inspect
+import operator
+import math
+import os
+
+import numpy as _onp
+
+from . import _native
+
+TABLE = _native.op_table()
+BY_NAME = {d["name"]: d for d in TABLE}
+
+# What MXNet's ``nd.<binary>`` returns for two Python scalars, by the operator's function.
+_SCALAR_FNS = {
+    "Add": operator.add,
+    "Sub": operator.sub,
+    "Mul": operator.mul,
+    "Div": operator.truediv,
+    "Mod": operator.mod,
+    "Pow": operator.pow,
+    "Max": lambda x, y: x if x > y else y,  # noqa: FURB136
+    "Min": lambda x, y: x if x < y else y,  # noqa: FURB136
+    "Hypot": math.hypot,
+    "Eq": lambda x, y: 1 if x == y else 0,
+    "Ne": lambda x, y: 1 if x != y else 0,
+    "Gt": lambda x, y: 1 if x > y else 0,
+    "Ge": lambda x, y: 1 if x >= y else 0,
+    "Lt": lambda x, y: 1 if x < y else 0,
+    "Le": lambda x, y: 1 if x <= y else 0,
+    "And": lambda x, y: 1 if x and y else 0,
+    "Or": lambda x, y: 1 if x or y else 0,
+    "Xor": lambda x, y: 1 if bool(x) ^ bool(y) else 0,
+}
+_SCALAR_TYPES = (int, float, _onp.generic)
+
+
+def is_binary(d):
+    """Whether ``d`` is a broadcasting binary operator (its ``nd`` names take scalars too)."""
+    return d["scalar"] is not None and d["scalar"][0] == "binary"
+
+
+def nd_names(d):
+    """The names an operator has in ``nd``: its own (unless internal) and its aliases."""
+    own = [] if d["name"].startswith("_") else [d["name"]]
+    return own + list(d["nd"])
+
+
+def _py_default(default):
+    return "None" if default is None else default
+
+
+def docstring(d, public):
+    """MXNet-style docstring: description, parameters with types and defaults, returns."""
+    lines = [d["doc"], "", "Parameters", "----------"]
+    for i in d["inputs"]:
+        lines += [f"{i.lstrip('*')} : NDArray" + (" (any number)" if i.startswith("*") else ""),
+                  "    Input."]
+    for name, typ, default, doc in d["params"]:
+        req = "required" if default is None else f"default {default}"
+        lines += [f"{name} : {typ}, {req}", f"    {doc}"]
+    lines += ["out : NDArray, optional", "    The output array (written in place).", "",
+              "Returns", "-------"]
+    outs = d["outputs"]
+    lines += ["NDArray" if len(outs) == 1 and not outs[0].startswith("*") else "list of NDArray"]
+    if d["grad"].startswith("none"):
+        lines += ["", f"Not differentiable ({d['grad'][6:]})."]
+    lines += ["", f"Operator ``{d['name']}``; runs on the engine."]
+    if public != d["name"]:
+        lines[0] = f"{lines[0]} (``{public}`` is ``{d['name']}``.)"
+    return "\n".join(lines)
+
+
+def signature(d):
+    """The Python signature of a generated function."""
+    P = inspect.Parameter
+    params = []
+    for i in d["inputs"]:
+        if i.startswith("*"):
+            params.append(P(i[1:], P.VAR_POSITIONAL))
+        else:
+            params.append(P(i, P.POSITIONAL_OR_KEYWORD, default=None))
+    kind = P.KEYWORD_ONLY if any(i.startswith("*") for i in d["inputs"]) else P.POSITIONAL_OR_KEYWORD
+    for name, _typ, default, _doc in d["params"]:
+        params.append(P(name, kind, default=_eval_default(default)))
+    params.append(P("out", P.KEYWORD_ONLY, default=None))
+    params.append(P("name", P.KEYWORD_ONLY, default=None))
+    return inspect.Signature(params)
+
+
+def _eval_default(default):
+    if default is None:
+        return None
+    return eval(default, {"__builtins__": {}})  # noqa: S307 - literals from our own table
+
+
+def make_op(d, public, env):
+    """The ``nd`` function of an operator: inputs first (positional or by name), then
+    parameters in MXNet's order (positional or keyword), ``out=`` and ``name=``.
+
+    ``env`` supplies ``invoke``, ``finish`` (``out=`` handling), ``NDArray``, ``ctx_str``
+    (context to its native spelling; ``None``: the current context) and ``dtype_name``.
+    """
+    inputs, attrs = d["inputs"], [p[0] for p in d["params"]]
+    variadic = bool(inputs) and inputs[0].startswith("*")
+    name_, invoke, finish, NDArray = d["name"], env.invoke, env.finish, env.NDArray
+    has_ctx, has_dtype = "ctx" in attrs, "dtype" in attrs
+    ctx_str, dtype_name = env.ctx_str, env.dtype_name
+
+    def fn(*args, out=None, name=None, **kwargs):  # noqa: ARG001 - `name` as in MXNet
+        if variadic:
+            if args and isinstance(args[0], (list, tuple)):
+                ins, rest = list(args[0]), args[1:]
+            else:
+                ins = [a for a in args if isinstance(a, NDArray)]
+                rest = [a for a in args if not isinstance(a, NDArray)]
+        else:
+            ins, rest = list(args[: len(inputs)]), args[len(inputs):]
+            for nm in inputs[len(ins):]:
+                ins.append(kwargs.pop(nm, None))
+            for a in ins:
+                if a is not None and not isinstance(a, NDArray):
+                    raise TypeError(f"{public}: input must be an NDArray, got {type(a).__name__}")
+        if len(rest) > len(attrs):
+            raise TypeError(f"{public}: takes {len(attrs)} parameters, got {len(rest)} positional")
+        for nm, v in zip(attrs, rest):
+            kwargs[nm] = v
+        if has_ctx:
+            kwargs["ctx"] = ctx_str(kwargs.get("ctx"))
+        if has_dtype and kwargs.get("dtype") is not None:
+            kwargs["dtype"] = dtype_name(kwargs["dtype"])
+        return finish(invoke(name_, ins, **kwargs), out)
+
+    fn.__name__ = public
+    fn.__qualname__ = public
+    fn.__doc__ = docstring(d, public)
+    fn.__signature__ = signature(d)
+    return fn
+
+
+def make_ufunc(d, public, env):
+    """MXNet's scalar-dispatching binary function (``nd.add``): two arrays run the
+    broadcasting operator, an array and a Python scalar run its scalar form."""
+    op, sop, rop = d["name"], d["scalar_op"], d["rscalar_op"]
+    scalar_fn = _SCALAR_FNS[d["scalar"][1]]
+    np_name = d["np"][0] if d["np"] else None
+    invoke, finish, NDArray, array = env.invoke, env.finish, env.NDArray, env.array
+
+    def fn(lhs, rhs, out=None, name=None):  # noqa: ARG001
+        if isinstance(lhs, NDArray):
+            if isinstance(rhs, NDArray):
+                return finish(invoke(op, [lhs, rhs]), out)
+            return finish(invoke(sop, [lhs], scalar=float(rhs)), out)
+        if isinstance(rhs, NDArray):
+            return finish(invoke(rop, [rhs], scalar=float(lhs)), out)
+        if isinstance(lhs, _SCALAR_TYPES) and isinstance(rhs, _SCALAR_TYPES):
+            return scalar_fn(lhs, rhs)
+        if np_name is None:
+            raise TypeError(f"{public}: arguments must be NDArrays or scalars")
+        return array(getattr(_onp, np_name)(lhs, rhs))
+
+    fn.__name__ = public
+    fn.__qualname__ = public
+    fn.__doc__ = (f"{d['doc']}\n\nEither side may be a Python scalar (then ``{sop}`` / "
+                  f"``{rop}`` runs). Operator ``{op}``; runs on the engine.")
+    return fn
+
+
+def build(env):
+    """Every generated ``nd`` function, by public name."""
+    fns = {}
+    for d in TABLE:
+        for public in nd_names(d):
+            fns[public] = make_ufunc(d, public, env) if is_binary(d) else make_op(d, public, env)
+    return fns
+
+
+def fluent_names():
+    """Operators that are also NDArray methods (``x.exp()``)."""
+    return [d["name"] for d in TABLE if d["fluent"]]
+
+
+# ----------------------------------------------------------------------------- stubs
+
+_STUB_HEAD = '''"""Type stubs of the ``nd`` functions generated from the operator table.
+
+Generated by ``python -m ferromx._op_gen``; do not edit by hand.
+"""
+
+from typing import Any, List, Optional, Tuple, Union
+
+from .ndarray import NDArray
+'''
+
+
+def _stub_param(name, typ, default, kw_only_started):
+    d = "None" if default is None else default
+    t = typ if default not in (None, "None") else f"Optional[{typ}]"
+    return f"{name}: {t} = {d}"
+
+
+def stub_text():
+    """The text of ``ndarray/_op.pyi``."""
+    out = [_STUB_HEAD]
+    for d in sorted(TABLE, key=lambda d: d["name"]):
+        for public in nd_names(d):
+            if is_binary(d):
+                out.append(
+                    f"def {public}(lhs: Union[NDArray, float], rhs: Union[NDArray, float], "
+                    f"out: Optional[NDArray] = None, name: Optional[str] = None) -> Any: ..."
+                )
+                continue
+            ps = []
+            variadic = any(i.startswith("*") for i in d["inputs"])
+            for i in d["inputs"]:
+                ps.append(f"*{i[1:]}: NDArray" if i.startswith("*") else
+                          f"{i}: Optional[NDArray] = None")
+            for name, typ, default, _doc in d["params"]:
+                ps.append(_stub_param(name, typ, default, variadic))
+            if not variadic:
+                ps.append("*")
+            ps += ["out: Optional[NDArray] = None", "name: Optional[str] = None"]
+            multi = len(d["outputs"]) > 1 or d["outputs"][0].startswith("*")
+            ret = "Union[NDArray, List[NDArray]]" if multi else "NDArray"
+            out.append(f"def {public}({', '.join(ps)}) -> {ret}: ...")
+    return "\n".join(out) + "\n"
+
+
+STUB_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ndarray", "_op.pyi")
+
+
+def write_stub(path=STUB_PATH):
+    """Writes the stub file (atomically)."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(stub_text())
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    write_stub()
+    print(f"wrote {STUB_PATH}")
