@@ -188,3 +188,6 @@ true_divide, power, maximum, minimum, mod = _nd.divide, _nd.power, _nd.maximum, 
 absolute = _nd.abs
 
 from . import random  # noqa: E402,F401
+
+
+from .io import load, save, savez  # noqa: E402
