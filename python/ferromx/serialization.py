@@ -36,9 +36,9 @@ import numpy as np
 from .base import MXNetError
 
 __all__ = [
-    "MXNetFormatError",
-    "HostArray",
     "LIST_MAGIC",
+    "HostArray",
+    "MXNetFormatError",
     "dump_record",
     "dumps",
     "is_mxnet_file",
@@ -193,7 +193,9 @@ def _read_record(rd, what):
         shape = _read_shape(rd, "I", magic, what)
     else:
         rd.pos -= 4
-        rd.fail(f"bad magic 0x{magic:08X} for {what} (expected 0x{V2_MAGIC:08X} or 0x{V3_MAGIC:08X})")
+        rd.fail(
+            f"bad magic 0x{magic:08X} for {what} (expected 0x{V2_MAGIC:08X} or 0x{V3_MAGIC:08X})"
+        )
     if shape is None or any(d < 0 for d in shape):
         return HostArray(None, None)
     return _read_payload(rd, shape, what)
@@ -207,7 +209,7 @@ def _read_names(rd, count):
     for i in range(nnames):
         length = rd.unpack(_U64, f"the length of name {i}")
         if length > rd.remaining():
-            rd.fail(f"name {i} claims {length} bytes, only {rd.remaining()} left")
+            rd.fail(f"truncated: name {i} claims {length} bytes, only {rd.remaining()} left")
         raw = bytes(rd.take(length, f"name {i}"))
         try:
             names.append(raw.decode("utf-8"))

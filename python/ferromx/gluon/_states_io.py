@@ -23,13 +23,32 @@ from ..base import MXNetError
 __all__ = ["to_ferromx_states"]
 
 _SAFE_BUILTINS = frozenset(
-    ["bytearray", "bytes", "complex", "dict", "frozenset", "list", "range", "set", "slice",
-     "tuple", "int", "float", "str", "bool"]
+    [
+        "bytearray",
+        "bytes",
+        "complex",
+        "dict",
+        "frozenset",
+        "list",
+        "range",
+        "set",
+        "slice",
+        "tuple",
+        "int",
+        "float",
+        "str",
+        "bool",
+    ]
 )
 _SAFE_NUMPY = frozenset(
-    [("numpy.core.multiarray", "_reconstruct"), ("numpy._core.multiarray", "_reconstruct"),
-     ("numpy.core.multiarray", "scalar"), ("numpy._core.multiarray", "scalar"),
-     ("numpy", "ndarray"), ("numpy", "dtype")]
+    [
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+    ]
 )
 
 

@@ -420,8 +420,8 @@ class Parameter:
                 )
             if dtype_source == "current":
                 data = data.astype(_dtype_name(self.dtype))
-            else:
-                self._dtype = data.dtype
+            else:  # MXNet's ``self.dtype = data.dtype``: casts the current data too
+                self.cast(saved)
         if not isinstance(data, NDArray):
             data = nd.array(data, ctx=cpu(), dtype=_dtype_name(data.dtype))
         if self._data is None:
