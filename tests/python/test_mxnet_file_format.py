@@ -403,3 +403,20 @@ def test_np_save_load_savez(tmp_path):
         mx.np.save(path, [1, 2])
     with pytest.raises(ValueError, match="not a .npy"):
         mx.np.load(fixture("expected.json"))
+
+
+# ---- MXNet reads ferromx's files (only with an MXNet Python) ------------------------------------
+def test_mxnet_reads_ferromx_files(tmp_path):
+    import subprocess
+    import sys
+
+    mxnet_python = os.environ.get("FERROMX_MXNET_PYTHON")
+    if not mxnet_python:
+        pytest.skip("set FERROMX_MXNET_PYTHON to a Python with MXNet 1.9.1 to run this check")
+    script = os.path.join(FIX, "check_mxnet_reads_ours.py")
+    subprocess.run([sys.executable, script, "write", str(tmp_path)], check=True)
+    done = subprocess.run(
+        [mxnet_python, script, "check", str(tmp_path)], capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 failures" in done.stdout
