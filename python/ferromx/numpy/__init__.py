@@ -190,4 +190,4 @@ absolute = _nd.abs
 from . import random  # noqa: E402,F401
 
 
-from .io import load, save, savez  # noqa: E402
+from .io import load as load, save as save, savez as savez  # noqa: E402
