@@ -37,6 +37,39 @@ layer_norm = _nd.LayerNorm
 embedding = _nd.Embedding
 
 
+def save(file, arr):
+    """Save an array, a list or a dict of str -> array in MXNet's binary format (V3
+    records, NumPy shape semantics, as MXNet's ``npx.save``).  Needs ``npx.set_np()``."""
+    if not is_np_array():
+        raise ValueError(
+            "Cannot save `mxnet.numpy.ndarray` in legacy mode. Please activate numpy "
+            "semantics by calling `npx.set_np()` in the global scope before calling this "
+            "function."
+        )
+    from . import serialization
+
+    if isinstance(arr, dict):
+        if any(not isinstance(v, _nd.NDArray) for v in arr.values()):
+            raise TypeError("Only accepts dict str->ndarray or list of ndarrays")
+    elif isinstance(arr, list) and any(not isinstance(v, _nd.NDArray) for v in arr):
+        raise TypeError("Only accepts dict str->ndarray or list of ndarrays")
+    serialization.save(file, arr, np_shape=True)
+
+
+def load(file):
+    """Load a file written by :func:`save` (or MXNet's ``npx.save`` / ``nd.save``): a list
+    of arrays, or a dict when the file has names.  Needs ``npx.set_np()``, as in MXNet."""
+    if not is_np_array():
+        raise ValueError(
+            "Cannot load `mxnet.numpy.ndarray` in legacy mode. Please activate numpy "
+            "semantics by calling `npx.set_np()` in the global scope before calling this "
+            "function."
+        )
+    from . import serialization
+
+    return serialization.load(file)
+
+
 def _install_generated(ns):
     """``npx`` names of the table's operators that this module does not define itself."""
     from . import _op_gen

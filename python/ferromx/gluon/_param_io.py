@@ -1,14 +1,19 @@
-"""Reading and writing parameter files (NumPy ``.npz`` archives, written atomically)."""
+"""Reading and writing parameter files.
+
+Files are written in MXNet 1.9.1's binary NDArray format (:mod:`ferromx.serialization`),
+atomically.  Loading accepts that format, the ``.npz`` archives older ferromx versions
+wrote, and NumPy's own ``.npz`` / ``.npy`` files.
+"""
 
 import os
-import tempfile
 import zipfile
 
 import numpy as np
 
+from .. import serialization
 from ..base import MXNetError
 
-__all__ = ["ParameterLoadError", "load_arrays", "save_arrays"]
+__all__ = ["ParameterLoadError", "load_arrays", "name_unnamed", "save_arrays"]
 
 
 try:
@@ -23,6 +28,10 @@ except TypeError:  # pragma: no cover - an MXNetError whose layout forbids the m
 
     class ParameterLoadError(MXNetError):
         """Saved parameters do not match the model (missing, wrong shape or dtype, bad file)."""
+
+
+class UnnamedArrays(list):
+    """Arrays from a file without names (a ``.npy`` file or an MXNet list file)."""
 
 
 def _dtype_name(dtype):
@@ -44,49 +53,64 @@ def _brief_print_list(lst, limit=7):
 
 
 def save_arrays(filename, arrays):
-    """Atomically write ``{name: numpy array}`` to ``filename`` as an ``.npz`` archive.
+    """Atomically write ``{name: NDArray or numpy array}`` to ``filename`` in MXNet's
+    ``.params`` format (a temporary file in the same directory, fsync, ``os.replace``)."""
+    serialization.save(filename, dict(arrays))
 
-    The archive goes to a temporary file in the same directory first and then replaces
-    ``filename`` (``os.replace``), so a crash never leaves a half-written file behind.
-    """
-    filename = os.fspath(filename)
-    directory = os.path.dirname(os.path.abspath(filename))
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{os.path.basename(filename)}.", suffix=".tmp", dir=directory
-    )
-    try:
-        with os.fdopen(fd, "wb") as fobj:
-            with zipfile.ZipFile(fobj, "w", compression=zipfile.ZIP_STORED) as archive:
-                for name, value in arrays.items():
-                    with archive.open(name + ".npy", "w", force_zip64=True) as member:
-                        np.lib.format.write_array(
-                            member, np.ascontiguousarray(value), allow_pickle=False
-                        )
-            fobj.flush()
-            os.fsync(fobj.fileno())
-        os.replace(tmp, filename)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+
+def _load_npz(filename):
+    with np.load(filename, allow_pickle=False) as archive:
+        return {name: archive[name] for name in archive.files}
 
 
 def load_arrays(filename):
-    """Read ``{name: numpy array}`` written by :func:`save_arrays`.
+    """Read the arrays of a parameter file: a dict ``{name: array}``, or
+    :class:`UnnamedArrays` for a file without names.
 
-    A missing file raises ``FileNotFoundError``; anything that is not a readable archive
-    raises :class:`ParameterLoadError` (an ``MXNetError``).
+    A missing file raises ``FileNotFoundError``; anything unreadable raises
+    :class:`ParameterLoadError` (an ``MXNetError``) naming the file and the problem.
+    Every array is parsed before any NDArray is created.
     """
     filename = os.fspath(filename)
     if not os.path.exists(filename):
         raise FileNotFoundError(f"Parameter file '{filename}' does not exist")
+    with open(filename, "rb") as fobj:
+        data = fobj.read()
     try:
-        with np.load(filename, allow_pickle=False) as archive:
-            return {name: archive[name] for name in archive.files}
-    except Exception as err:
+        if data.startswith(b"PK\x03\x04"):
+            return _load_npz(filename)
+        if data.startswith(b"\x93NUMPY"):
+            return UnnamedArrays([np.load(filename, allow_pickle=False)])
+        hosts, names = serialization.loads_host(data, source=f"'{filename}'")
+    except (serialization.MXNetFormatError, ValueError, OSError, zipfile.BadZipFile) as err:
         raise ParameterLoadError(
             f"Cannot load parameters from '{filename}': not a valid parameter file "
             f"({type(err).__name__}: {err})"
         ) from err
+    for i, host in enumerate(hosts):
+        if host.value is None:
+            raise ParameterLoadError(
+                f"Cannot load parameters from '{filename}': array {i} has no shape (an "
+                "MXNet 'none' array)"
+            )
+    values = [serialization.to_ndarray(h) for h in hosts]
+    if not names:
+        return UnnamedArrays(values)
+    return dict(zip(names, values))
+
+
+def name_unnamed(loaded, names, filename):
+    """Give the arrays of a file without names to the parameters ``names`` (only a file
+    of one array for a model with one parameter is unambiguous); dicts pass through."""
+    if not isinstance(loaded, UnnamedArrays):
+        return loaded
+    names = list(names)
+    if not loaded and not names:
+        return {}
+    if len(loaded) == 1 and len(names) == 1:
+        return {names[0]: loaded[0]}
+    raise ParameterLoadError(
+        f"Cannot load parameters from '{filename}': it holds {len(loaded)} unnamed array(s) "
+        f"but the model has {len(names)} parameter(s); save them with names (a dict, "
+        "save_parameters, or numpy.savez with keywords)"
+    )

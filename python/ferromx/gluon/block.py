@@ -15,7 +15,13 @@ from typing import ClassVar
 from .. import initializer
 from .. import ndarray as nd
 from ..ndarray import NDArray
-from ._param_io import ParameterLoadError, _brief_print_list, load_arrays, save_arrays
+from ._param_io import (
+    ParameterLoadError,
+    _brief_print_list,
+    load_arrays,
+    name_unnamed,
+    save_arrays,
+)
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, shape_is_known
 
 __all__ = ["Block", "HookHandle", "HybridBlock", "HybridSequential", "Sequential"]
@@ -232,16 +238,17 @@ class Block:
     def save_parameters(self, filename, deduplicate=False):
         """Save parameters under structural names (``0.weight``, ``encoder.1.bias``).
 
-        The file is a NumPy ``.npz`` archive, written atomically.  With ``deduplicate``, a
-        parameter shared by several blocks is stored once.
+        The file is in MXNet's binary ``.params`` format (MXNet's ``load_parameters``
+        reads it), written atomically.  With ``deduplicate``, a parameter shared by
+        several blocks is stored once, under its last name (as MXNet does).
         """
         params = self._collect_params_with_prefix()
         if deduplicate:
-            first = {}
+            last = {}
             for key, param in params.items():
-                first.setdefault(id(param), (key, param))
-            params = dict(first.values())
-        save_arrays(filename, {key: p._reduce().asnumpy() for key, p in params.items()})
+                last[id(param)] = (key, param)  # keeps first-seen order, last name
+            params = dict(last.values())
+        save_arrays(filename, {key: p._reduce() for key, p in params.items()})
 
     def load_parameters(
         self,
@@ -252,14 +259,17 @@ class Block:
         cast_dtype=False,
         dtype_source="current",
     ):
-        """Load parameters written by :meth:`save_parameters`.
+        """Load parameters written by :meth:`save_parameters` (ferromx's or MXNet's).
+
+        Also reads older ferromx ``.npz`` files and NumPy ``.npz`` files with structural
+        names (a ``.npy`` file only for a block with a single parameter).
 
         Raises :class:`~ferromx.gluon.parameter.ParameterLoadError` (an ``MXNetError``) for
         a missing parameter (unless ``allow_missing``), a shape or dtype mismatch or an
         unreadable file, and ``ValueError`` for an unknown one (unless ``ignore_extra``).
         """
-        loaded = load_arrays(filename)
         params = self._collect_params_with_prefix()
+        loaded = name_unnamed(load_arrays(filename), params.keys(), filename)
         if not loaded and not params:
             return
         if not any("." in key for key in loaded):

@@ -21,6 +21,7 @@ from ._param_io import (
     _brief_print_list,
     _dtype_name,
     load_arrays,
+    name_unnamed,
     save_arrays,
 )
 
@@ -419,8 +420,8 @@ class Parameter:
                 )
             if dtype_source == "current":
                 data = data.astype(_dtype_name(self.dtype))
-            else:
-                self._dtype = data.dtype
+            else:  # MXNet's ``self.dtype = data.dtype``: casts the current data too
+                self.cast(saved)
         if not isinstance(data, NDArray):
             data = nd.array(data, ctx=cpu(), dtype=_dtype_name(data.dtype))
         if self._data is None:
@@ -641,7 +642,8 @@ class ParameterDict:
             setattr(param, name, value)
 
     def save(self, filename, strip_prefix=""):
-        """Save the parameters, keyed by name without ``strip_prefix``."""
+        """Save the parameters, keyed by name without ``strip_prefix``, in MXNet's
+        ``.params`` format (atomically)."""
         arrays = {}
         for param in self.values():
             if not param.name.startswith(strip_prefix):
@@ -651,7 +653,7 @@ class ParameterDict:
                     "Block sharing parameters from other Blocks or creating child blocks outside "
                     "'with name_scope()'."
                 )
-            arrays[param.name[len(strip_prefix) :]] = param._reduce().asnumpy()
+            arrays[param.name[len(strip_prefix) :]] = param._reduce()
         save_arrays(filename, arrays)
 
     def load(
@@ -672,8 +674,10 @@ class ParameterDict:
                         f"restore_prefix is '{restore_prefix}' but Parameter name '{name}' does "
                         f"not start with '{restore_prefix}'"
                     )
+        names = [name[len(restore_prefix) :] for name in self.keys()]
+        loaded = name_unnamed(load_arrays(filename), names, filename)
         self.load_dict(
-            load_arrays(filename),
+            loaded,
             ctx,
             allow_missing,
             ignore_extra,

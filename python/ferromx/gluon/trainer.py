@@ -11,6 +11,7 @@ import tempfile
 from .. import optimizer as opt
 from ..base import MXNetError
 from ..context import current_context
+from ._states_io import to_ferromx_states
 from .parameter import Parameter, ParameterDict
 
 __all__ = ["Trainer"]
@@ -248,10 +249,10 @@ class Trainer:
         _atomic_write_bytes(fname, updater.get_states(dump_optimizer=True))
 
     def load_states(self, fname):
-        """Load states written by :meth:`save_states`; they move to the weights' contexts on
-        the next update."""
+        """Load states written by :meth:`save_states` or by MXNet 1.9.1's
+        ``Trainer.save_states``; they move to the weights' contexts on the next update."""
         with open(fname, "rb") as fobj:
-            states = fobj.read()
+            states = to_ferromx_states(fobj.read(), fname)
         try:
             probe = opt.get_updater(self._optimizer)
             probe.set_states(states)

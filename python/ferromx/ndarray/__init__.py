@@ -295,24 +295,35 @@ def waitall():
 
 
 def load(fname):
-    """Loads arrays saved by :func:`save` (a dict or list)."""
-    with np.load(fname, allow_pickle=False) as f:
-        keys = list(f.keys())
-        if keys and all(k.startswith("__list__") for k in keys):
-            return [array(f[k]) for k in sorted(keys, key=lambda k: int(k[8:]))]
-        return {k: array(f[k]) for k in keys}
+    """Loads arrays saved by :func:`save` or by MXNet: a list, or a dict when the file
+    has names (MXNet's binary NDArray format, see :mod:`ferromx.serialization`).
+
+    Note: files written by older ferromx versions (NumPy ``.npz`` archives, recognised by
+    the zip magic) still load, as do ``.npy`` files (a list of one array).
+    """
+    from .. import serialization
+
+    with open(fname, "rb") as f:
+        head = f.read(8)
+    if head.startswith(b"PK\x03\x04"):  # ferromx < MXNet-format: an .npz archive
+        with np.load(fname, allow_pickle=False) as f:
+            keys = list(f.keys())
+            if keys and all(k.startswith("__list__") for k in keys):
+                keys.sort(key=lambda k: int(k[8:]))
+                return [array(f[k], dtype=f[k].dtype) for k in keys]
+            return {k: array(f[k], dtype=f[k].dtype) for k in keys}
+    if head.startswith(b"\x93NUMPY"):
+        value = np.load(fname, allow_pickle=False)
+        return [array(value, dtype=value.dtype)]
+    return serialization.load(fname)
 
 
 def save(fname, data):
-    """Saves a list or dict of NDArrays (NumPy ``.npz`` format)."""
-    if isinstance(data, NDArray):
-        data = [data]
-    if isinstance(data, dict):
-        arrs = {k: v.asnumpy() for k, v in data.items()}
-    else:
-        arrs = {f"__list__{i}": v.asnumpy() for i, v in enumerate(data)}
-    with open(fname, "wb") as f:
-        np.savez(f, **arrs)
+    """Saves an NDArray, a list or a dict of str -> NDArray in MXNet's binary format
+    (readable by MXNet's ``nd.load``), atomically."""
+    from .. import serialization
+
+    serialization.save(fname, data)
 
 
 def from_numpy(ndarray, zero_copy=False):

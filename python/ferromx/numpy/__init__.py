@@ -194,3 +194,6 @@ def _install_generated(ns):
 _install_generated(globals())
 
 from . import random  # noqa: E402,F401
+
+
+from .io import load as load, save as save, savez as savez  # noqa: E402
