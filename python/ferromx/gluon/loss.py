@@ -4,11 +4,16 @@ Every loss returns one value per sample: the elementwise loss (times ``weight`` 
 ``sample_weight``) averaged over all axes except ``batch_axis``.
 """
 
+import math
 import numbers
 
+from .. import ndarray as nd
+from ._ctc import ctc_loss
 from .block import HybridBlock
 
 __all__ = [
+    "CTCLoss",
+    "CosineEmbeddingLoss",
     "HingeLoss",
     "HuberLoss",
     "KLDivLoss",
@@ -16,6 +21,8 @@ __all__ = [
     "L2Loss",
     "LogisticLoss",
     "Loss",
+    "PoissonNLLLoss",
+    "SDMLLoss",
     "SigmoidBCELoss",
     "SigmoidBinaryCrossEntropyLoss",
     "SoftmaxCELoss",
@@ -205,7 +212,8 @@ SoftmaxCELoss = SoftmaxCrossEntropyLoss
 
 
 class KLDivLoss(Loss):
-    """Kullback-Leibler divergence ``label * (log(label + 1e-12) - pred)``.
+    """Kullback-Leibler divergence ``label * (log(label + 1e-12) - pred)``, summed per sample
+    (as MXNet 1.9.1).
 
     ``pred`` holds log-probabilities when ``from_logits=True`` (default); otherwise
     ``log_softmax`` along ``axis`` is applied first.
@@ -221,7 +229,7 @@ class KLDivLoss(Loss):
             pred = F.log_softmax(pred, axis=self._axis)
         loss = label * (F.log(label + 1e-12) - pred)
         loss = _apply_weighting(loss, self._weight, sample_weight)
-        return _mean_except_batch(loss, self._batch_axis)
+        return _sum_except_batch(loss, self._batch_axis)
 
 
 class HuberLoss(Loss):
@@ -301,3 +309,120 @@ class TripletLoss(Loss):
         )
         loss = F.relu(loss + self._margin)
         return _apply_weighting(loss, self._weight, sample_weight)
+
+
+class CTCLoss(Loss):
+    """Connectionist temporal classification loss (Graves et al., 2006).
+
+    Parameters
+    ----------
+    layout : {'NTC', 'TNC'}
+        Layout of ``pred`` (unnormalised activations; class ``C - 1`` is the blank).
+    label_layout : {'NT', 'TN'}
+        Layout of ``label`` (class indices padded with ``-1``).
+    weight : float, optional
+        Scalar weight.
+
+    ``forward(pred, label, pred_lengths=None, label_lengths=None, sample_weight=None)``
+    returns one loss per sample, shape ``(N,)``.  The forward algorithm runs in log space
+    on ``nd`` operators, so ``autograd`` differentiates it.
+    """
+
+    def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
+        if layout not in ("NTC", "TNC"):
+            raise ValueError(f"CTCLoss: only 'NTC' and 'TNC' layouts for pred, got {layout!r}")
+        if label_layout not in ("NT", "TN"):
+            raise ValueError(
+                f"CTCLoss: only 'NT' and 'TN' layouts for label, got {label_layout!r}"
+            )
+        self._layout = layout
+        self._label_layout = label_layout
+        super().__init__(weight, label_layout.find("N"), **kwargs)
+
+    def hybrid_forward(
+        self, F, pred, label, pred_lengths=None, label_lengths=None, sample_weight=None
+    ):
+        if pred.ndim != 3:
+            raise ValueError(f"CTCLoss: pred must be 3-D ({self._layout}), got {pred.shape}")
+        if self._layout == "TNC":
+            pred = F.swapaxes(pred, 0, 1)
+        if self._batch_axis == 1:
+            label = F.swapaxes(label, 0, 1)
+        loss = ctc_loss(pred, label, pred_lengths, label_lengths)
+        return _apply_weighting(loss, self._weight, sample_weight)
+
+
+class PoissonNLLLoss(Loss):
+    """Poisson negative log-likelihood, averaged over *all* elements (a scalar).
+
+    ``exp(pred) - target * pred`` when ``from_logits`` (default), else
+    ``pred - target * log(pred + epsilon)``; ``compute_full`` adds the Stirling term
+    ``target log(target) - target + 0.5 log(2 pi target)`` where ``target > 1``.
+    """
+
+    def __init__(self, weight=None, from_logits=True, batch_axis=0, compute_full=False, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._from_logits = from_logits
+        self._compute_full = compute_full
+
+    def hybrid_forward(self, F, pred, target, sample_weight=None, epsilon=1e-08):
+        target = _reshape_like(target, pred)
+        if self._from_logits:
+            loss = F.exp(pred) - target * pred
+        else:
+            loss = pred - target * F.log(pred + epsilon)
+        if self._compute_full:
+            stirling = target * F.log(target) - target + 0.5 * F.log(2 * math.pi * target)
+            loss = loss + F.where(target > 1, stirling, F.zeros_like(stirling))
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return F.mean(loss)
+
+
+class CosineEmbeddingLoss(Loss):
+    """``1 - cos(x1, x2)`` for label 1 and ``max(0, cos(x1, x2) - margin)`` for label -1.
+
+    Returns shape ``(N, 1)`` (as MXNet 1.9.1).
+    """
+
+    def __init__(self, weight=None, batch_axis=0, margin=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self._margin = margin
+
+    def hybrid_forward(self, F, input1, input2, label, sample_weight=None):
+        input1 = _reshape_like(input1, input2)
+        label = label.reshape((-1, 1))
+        x_norm = F.norm(input1, axis=-1).reshape((-1, 1))
+        y_norm = F.norm(input2, axis=-1).reshape((-1, 1))
+        dot = F.sum(input1 * input2, axis=-1).reshape((-1, 1))
+        cos_sim = dot / F.maximum(x_norm * y_norm, 1e-12)
+        loss = (1 - cos_sim) * (label == 1) + F.relu((label == -1) * (cos_sim - self._margin))
+        return _apply_weighting(loss, self._weight, sample_weight)
+
+
+class SDMLLoss(Loss):
+    """Smoothed deep metric learning loss (Bonadiman et al., 2019).
+
+    For aligned batches ``x1``, ``x2`` of shape (N, D): the KL divergence between
+    ``log_softmax(-||x1_i - x2_j||^2)`` over j and smoothed identity labels
+    (``1 - smoothing_parameter`` on the diagonal); one value per sample.
+    """
+
+    def __init__(self, smoothing_parameter=0.3, weight=1.0, batch_axis=0, **kwargs):
+        super().__init__(weight, batch_axis, **kwargs)
+        self.kl_loss = KLDivLoss(from_logits=True)
+        self.smoothing_parameter = smoothing_parameter
+
+    def hybrid_forward(self, F, x1, x2):
+        if tuple(x1.shape) != tuple(x2.shape) or x1.ndim != 2:
+            raise ValueError(
+                f"SDMLLoss: x1 and x2 must be (batch, dim) of one shape, got "
+                f"{tuple(x1.shape)} and {tuple(x2.shape)}"
+            )
+        batch_size, dim = x1.shape
+        a = F.broadcast_to(x1.expand_dims(1), (batch_size, batch_size, dim))
+        b = F.broadcast_to(x2.expand_dims(0), (batch_size, batch_size, dim))
+        distances = F.square(a - b).sum(axis=2)
+        gold = nd.eye(batch_size, ctx=x1.context, dtype=x1.dtype)
+        smooth = self.smoothing_parameter
+        labels = gold * (1 - smooth) + (1 - gold) * (smooth / (batch_size - 1))
+        return self.kl_loss(F.log_softmax(-distances, axis=1), labels)

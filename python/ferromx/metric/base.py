@@ -8,8 +8,8 @@ Sums are kept in float64.  Instance counts are plain Python ints (known from sha
 
 import numpy as _np
 
-from . import ndarray as nd
-from .ndarray import NDArray
+from .. import ndarray as nd
+from ..ndarray import NDArray
 
 __all__ = [
     "MAE",

@@ -1,33 +1,20 @@
-"""Optimizers, following ``mxnet.optimizer`` (MXNet 1.9.1).
+"""The optimizer base class, registry and updater (``mxnet.optimizer.optimizer``, MXNet 1.9.1).
 
-Every update is one fused native operator (``nd.sgd_update``, ``nd.adam_update`` ...)
-that writes the weight in place (``out=weight``), so a training step pushes work to the
-engine and never waits for it.  ``clip_gradient`` of ``None`` or ``0`` means no clipping
-(passed to the operators as ``-1``, their "off" value).
+Updates write the weight in place and only push work to the engine; they never wait.
+Float32 weights mostly use one fused native operator (``nd.sgd_update`` ...); other
+dtypes and the optimizers without a native operator compose ``nd`` operators.
 """
 
-import math
 import pickle
 import warnings
 from typing import ClassVar
 
 import numpy as np
 
-from . import ndarray as nd
-from .ndarray import NDArray
+from .. import ndarray as nd
+from ..ndarray import NDArray
 
-__all__ = [
-    "NAG",
-    "SGD",
-    "AdaGrad",
-    "Adam",
-    "Optimizer",
-    "RMSProp",
-    "Updater",
-    "create",
-    "get_updater",
-    "register",
-]
+__all__ = ["Optimizer", "Updater", "create", "get_updater", "register"]
 
 
 class Optimizer:
@@ -50,7 +37,8 @@ class Optimizer:
     begin_num_update : int
         The update count to start from.
     multi_precision : bool
-        Accepted for compatibility; ignored.
+        For float16 weights, keep a float32 master copy in the state and update it in
+        float32 (:meth:`create_state_multi_precision`, :meth:`update_multi_precision`).
     param_dict : dict of int to Parameter, optional
         Gluon parameters by index; their ``lr_mult``/``wd_mult`` apply.
     """
@@ -146,6 +134,10 @@ class Optimizer:
             )
         self.lr = lr
 
+    def set_lr_scale(self, args_lrscale):
+        """Deprecated (as in MXNet): use :meth:`set_lr_mult`."""
+        raise DeprecationWarning("set_lr_scale is deprecated; use set_lr_mult")
+
     def set_lr_mult(self, args_lr_mult):
         """Set per-index or per-name learning-rate multipliers (Gluon uses "
         "``Parameter.lr_mult``)."""
@@ -228,7 +220,16 @@ class Optimizer:
         return
 
     def create_state_multi_precision(self, index, weight):
-        """Same as :meth:`create_state` (multi-precision is not used by ferromx)."""
+        """Create the state, with a float32 master copy first for float16 weights.
+
+        With ``multi_precision`` and a float16 ``weight`` this returns
+        ``(weight32, create_state(index, weight32))``; otherwise ``create_state``.
+        """
+        if self.multi_precision and _is_f16(weight):
+            master = weight.astype(np.float32)
+            return (master, self.create_state(index, master))
+        if _is_f16(weight):
+            _warn_f16(type(self).__name__)
         return self.create_state(index, weight)
 
     def update(self, index, weight, grad, state):
@@ -240,8 +241,21 @@ class Optimizer:
             self._update_one(index, weight, grad, state)
 
     def update_multi_precision(self, index, weight, grad, state):
-        """Same as :meth:`update` (multi-precision is not used by ferromx)."""
-        self.update(index, weight, grad, state)
+        """Like :meth:`update`, but float16 weights update their float32 master copy.
+
+        The gradient is cast to float32, :meth:`update` runs on the master copy and the
+        result is cast back into ``weight``.
+        """
+        if isinstance(index, (list, tuple)):
+            for i, w, g, s in zip(index, weight, grad, state):
+                self.update_multi_precision(i, w, g, s)
+            return
+        if self.multi_precision and _is_f16(weight):
+            master, inner = state
+            self.update(index, master, grad.astype(np.float32), inner)
+            nd.cast(master, dtype=weight.dtype, out=weight)
+        else:
+            self.update(index, weight, grad, state)
 
     def _update_one(self, index, weight, grad, state):
         raise NotImplementedError()
@@ -262,176 +276,16 @@ register = Optimizer.register
 create = Optimizer.create_optimizer
 
 
-def _zeros_like(weight):
-    return nd.zeros(weight.shape, ctx=weight.context, dtype=weight.dtype)
+def _is_f16(array):
+    return np.dtype(array.dtype) == np.float16
 
 
-@register
-class SGD(Optimizer):
-    """Stochastic gradient descent, with optional momentum.
-
-    Without momentum: ``w -= lr * (clip(rescale_grad * g) + wd * w)``.
-    With momentum: ``m = momentum * m - lr * (clip(rescale_grad * g) + wd * w); w += m``.
-    """
-
-    def __init__(self, momentum=0.0, lazy_update=True, **kwargs):
-        super().__init__(**kwargs)
-        self.momentum = momentum
-        self.lazy_update = lazy_update
-
-    def create_state(self, index, weight):
-        if self.momentum != 0.0:
-            return _zeros_like(weight)
-        return None
-
-    def _update_one(self, index, weight, grad, state):
-        self._update_count(index)
-        kwargs = self._common_kwargs(self._get_lr(index), self._get_wd(index))
-        if state is not None:
-            nd.sgd_mom_update(
-                weight, grad, state, out=weight, momentum=float(self.momentum), **kwargs
-            )
-        else:
-            nd.sgd_update(weight, grad, out=weight, **kwargs)
-
-
-@register
-class NAG(Optimizer):
-    """Nesterov accelerated gradient.
-
-    With ``g = clip(rescale_grad * grad) + wd * w``:
-    ``m = momentum * m - lr * g; w += momentum * m - lr * g``; plain SGD when momentum is 0.
-    """
-
-    def __init__(self, momentum=0.0, **kwargs):
-        super().__init__(**kwargs)
-        self.momentum = momentum
-
-    def create_state(self, index, weight):
-        if self.momentum != 0.0:
-            return _zeros_like(weight)
-        return None
-
-    def _update_one(self, index, weight, grad, state):
-        self._update_count(index)
-        kwargs = self._common_kwargs(self._get_lr(index), self._get_wd(index))
-        if state is not None:
-            nd.nag_mom_update(
-                weight, grad, state, out=weight, momentum=float(self.momentum), **kwargs
-            )
-        else:
-            nd.sgd_update(weight, grad, out=weight, **kwargs)
-
-
-@register
-class Adam(Optimizer):
-    """Adam (Kingma & Ba, 2014).
-
-    The bias correction is folded into the learning rate,
-    ``lr_t = lr * sqrt(1 - beta2**t) / (1 - beta1**t)``, then with
-    ``g = clip(rescale_grad * grad) + wd * w``:
-    ``m = beta1 m + (1-beta1) g; v = beta2 v + (1-beta2) g^2; w -= lr_t m / (sqrt(v) + eps)``.
-    """
-
-    def __init__(
-        self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-8, lazy_update=True, **kwargs
-    ):
-        super().__init__(learning_rate=learning_rate, **kwargs)
-        self.beta1 = beta1
-        self.beta2 = beta2
-        self.epsilon = epsilon
-        self.lazy_update = lazy_update
-
-    def create_state(self, index, weight):
-        return (_zeros_like(weight), _zeros_like(weight))
-
-    def _update_one(self, index, weight, grad, state):
-        self._update_count(index)
-        lr = self._get_lr(index)
-        t = self._index_update_count[index]
-        lr *= math.sqrt(1.0 - self.beta2**t) / (1.0 - self.beta1**t)
-        mean, var = state
-        nd.adam_update(
-            weight,
-            grad,
-            mean,
-            var,
-            out=weight,
-            beta1=float(self.beta1),
-            beta2=float(self.beta2),
-            epsilon=float(self.epsilon),
-            **self._common_kwargs(lr, self._get_wd(index)),
-        )
-
-
-@register
-class RMSProp(Optimizer):
-    """RMSProp (Tieleman & Hinton), optionally centered (Graves, 2013).
-
-    Plain: with ``g = clip(rescale_grad * grad) + wd * w``:
-    ``n = (1 - gamma1) g^2 + gamma1 n; w -= lr g / sqrt(n + epsilon)``.
-    ``centered=True`` uses ``nd.rmspropalex_update``.
-    """
-
-    def __init__(
-        self,
-        learning_rate=0.001,
-        gamma1=0.9,
-        gamma2=0.9,
-        epsilon=1e-8,
-        centered=False,
-        clip_weights=None,
-        **kwargs,
-    ):
-        super().__init__(learning_rate=learning_rate, **kwargs)
-        self.gamma1 = gamma1
-        self.gamma2 = gamma2
-        self.centered = centered
-        self.epsilon = epsilon
-        self.clip_weights = clip_weights
-
-    def create_state(self, index, weight):
-        if self.centered:
-            return (_zeros_like(weight), _zeros_like(weight), _zeros_like(weight))
-        return (_zeros_like(weight),)
-
-    def _update_one(self, index, weight, grad, state):
-        self._update_count(index)
-        kwargs = self._common_kwargs(self._get_lr(index), self._get_wd(index))
-        kwargs["gamma1"] = float(self.gamma1)
-        kwargs["epsilon"] = float(self.epsilon)
-        if self.clip_weights:
-            kwargs["clip_weights"] = float(self.clip_weights)
-        if not self.centered:
-            (n,) = state
-            nd.rmsprop_update(weight, grad, n, out=weight, **kwargs)
-        else:
-            n, g, delta = state
-            kwargs["gamma2"] = float(self.gamma2)
-            nd.rmspropalex_update(weight, grad, n, g, delta, out=weight, **kwargs)
-
-
-@register
-class AdaGrad(Optimizer):
-    """AdaGrad (Duchi et al., 2011).
-
-    With ``g = clip(rescale_grad * grad)``: ``h += g^2; w -= lr * (g / sqrt(h + eps) + wd * w)``.
-    ``eps`` may also be given as ``epsilon``.
-    """
-
-    def __init__(self, eps=1e-7, epsilon=None, **kwargs):
-        super().__init__(**kwargs)
-        self.float_stable_eps = eps if epsilon is None else epsilon
-
-    def create_state(self, index, weight):
-        return _zeros_like(weight)
-
-    def _update_one(self, index, weight, grad, state):
-        self._update_count(index)
-        kwargs = self._common_kwargs(self._get_lr(index), self._get_wd(index))
-        nd.adagrad_update(
-            weight, grad, state, out=weight, epsilon=float(self.float_stable_eps), **kwargs
-        )
+def _warn_f16(name):
+    warnings.warn(
+        "Accumulating with float16 in optimizer can lead to poor accuracy or slow "
+        f"convergence. Consider using multi_precision=True option of the {name} optimizer",
+        stacklevel=3,
+    )
 
 
 # ---- updater ------------------------------------------------------------------------------
@@ -472,8 +326,21 @@ class Updater:
             elif not self.states_synced.get(idx, False):
                 self.states[idx] = self.sync_state_context(self.states[idx], weight_i.context)
                 self.states_synced[idx] = True
-        for idx, weight_i, grad_i in zip(indices, weights, grads):
-            self.optimizer.update_multi_precision(idx, weight_i, grad_i, self.states[idx])
+        chunk = int(getattr(self.optimizer, "aggregate_num", 0) or 0)
+        if chunk <= 0:
+            for idx, weight_i, grad_i in zip(indices, weights, grads):
+                self.optimizer.update_multi_precision(idx, weight_i, grad_i, self.states[idx])
+            return
+        # As MXNet: group by weight dtype, then hand the optimizer up to
+        # ``aggregate_num`` weights per call (LARS scales their rates together).
+        by_dtype = {}
+        for item in zip(indices, weights, grads):
+            by_dtype.setdefault(np.dtype(item[1].dtype), []).append(item)
+        for items in by_dtype.values():
+            for start in range(0, len(items), chunk):
+                idxs, ws, gs = (list(t) for t in zip(*items[start : start + chunk]))
+                states = [self.states[i] for i in idxs]
+                self.optimizer.update_multi_precision(idxs, ws, gs, states)
 
     def sync_state_context(self, state, context):
         """Return ``state`` with every NDArray (or saved NumPy array) on ``context``."""
