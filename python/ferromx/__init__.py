@@ -9,7 +9,7 @@ from . import _native  # noqa: F401
 from . import base
 from .base import MXNetError
 from . import context
-from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
+from .context import Context, cpu, gpu, cpu_pinned, cpu_shared, current_context, num_gpus
 from . import ndarray
 from . import ndarray as nd
 from . import autograd
@@ -20,6 +20,12 @@ from . import numpy as np  # noqa: F401
 from . import numpy_extension
 from . import numpy_extension as npx
 from . import util
+from .util import is_np_array, is_np_shape, np_array, np_shape, set_np_shape, use_np_array
+from .util import use_np_shape
+from . import runtime
+from . import name
+from . import attribute
+from .attribute import AttrScope
 
 try:  # the pure-Python layers
     from . import initializer
