@@ -1,7 +1,11 @@
 """Weight initializers (``mx.init``); an alias of :mod:`ferromx.initializer`."""
 
 from .initializer import (
+    Bilinear,
     Constant,
+    FusedRNN,
+    LSTMBias,
+    Load,
     InitDesc,
     Initializer,
     Mixed,
@@ -18,7 +22,11 @@ from .initializer import (
 )
 
 __all__ = [
+    "Bilinear",
     "Constant",
+    "FusedRNN",
+    "LSTMBias",
+    "Load",
     "InitDesc",
     "Initializer",
     "MSRAPrelu",
