@@ -141,7 +141,8 @@ def almost_equal(a, b, rtol=None, atol=None, equal_nan=False, use_broadcast=True
 def locationError(a, b, index, names, maxError=False):  # noqa: N802,N803 - MXNet's names
     """A text naming the mismatch at ``index`` and both values there."""
     maximum = "maximum " if maxError else ""
-    return (f"Location of {maximum}error: {index}, {names[0]}={float(a[index]):.8f}, "
+    shown = tuple(int(i) for i in index) if isinstance(index, tuple) else index
+    return (f"Location of {maximum}error: {shown}, {names[0]}={float(a[index]):.8f}, "
             f"{names[1]}={float(b[index]):.8f}")
 
 
