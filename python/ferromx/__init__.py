@@ -20,12 +20,12 @@ from . import numpy as np  # noqa: F401
 from . import numpy_extension
 from . import numpy_extension as npx
 from . import util
-from .util import is_np_array, is_np_shape, np_array, np_shape, set_np_shape, use_np_array
-from .util import use_np_shape
-from . import runtime
-from . import name
-from . import attribute
-from .attribute import AttrScope
+from .util import is_np_array, is_np_shape, np_array, np_shape  # noqa: F401
+from .util import set_np_shape, use_np_array, use_np_shape  # noqa: F401
+from . import runtime  # noqa: F401
+from . import name  # noqa: F401
+from . import attribute  # noqa: F401
+from .attribute import AttrScope  # noqa: F401
 
 try:  # the pure-Python layers
     from . import initializer

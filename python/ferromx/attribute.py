@@ -8,8 +8,14 @@ per thread.
 import threading
 import warnings
 from collections import defaultdict
+from typing import ClassVar
 
-from .base import _MXClassPropertyMetaClass, classproperty, string_types
+from .base import (
+    _MXClassPropertyMetaClass,
+    classproperty,
+    string_types,
+    with_metaclass,  # noqa: F401 - MXNet's module exposes it
+)
 
 __all__ = ["AttrScope"]
 
@@ -21,7 +27,7 @@ class AttrScope(metaclass=_MXClassPropertyMetaClass):
     """
 
     _current = threading.local()
-    _subgraph_names = defaultdict(int)
+    _subgraph_names: ClassVar[defaultdict] = defaultdict(int)
 
     def __init__(self, **kwargs):
         bad = [k for k, v in kwargs.items() if not isinstance(v, string_types)]
@@ -55,12 +61,12 @@ class AttrScope(metaclass=_MXClassPropertyMetaClass):
         return AttrScope._current.value
 
     @classproperty
-    def current(cls):  # noqa: N805 - a class property
+    def current(cls):
         """The active scope of this thread (deprecated in MXNet: use ``with``)."""
         warnings.warn("AttrScope.current has been deprecated. It is advised to use the `with` "
                       "statement with AttrScope.", DeprecationWarning, stacklevel=2)
         return AttrScope._thread_current()
 
     @current.setter
-    def current(cls, val):  # noqa: N805
+    def current(cls, val):
         cls._current.value = val

@@ -15,8 +15,15 @@ import numpy as _np
 
 from . import _native
 
-__all__ = ["MXNetError", "MXNetValueError", "MXNetTypeError", "MXNetIndexError", "numeric_types",
-           "integer_types", "string_types"]
+__all__ = [
+    "MXNetError",
+    "MXNetIndexError",
+    "MXNetTypeError",
+    "MXNetValueError",
+    "integer_types",
+    "numeric_types",
+    "string_types",
+]
 
 
 class MXNetError(RuntimeError):
@@ -37,8 +44,8 @@ class MXNetIndexError(MXNetError, IndexError):
 
 _native._set_error_types(MXNetError, MXNetValueError, MXNetTypeError, MXNetIndexError)
 
-basestring = str  # noqa: A001 - MXNet's Python 2 compatibility names
-long = int  # noqa: A001
+basestring = str
+long = int
 
 integer_types = (int, _np.int32, _np.int64)
 numeric_types = (float, int, _np.generic)
@@ -300,7 +307,7 @@ def ctypes2buffer(cptr, length):
 def ctypes2numpy_shared(cptr, shape):
     """A NumPy float32 array of ``shape`` sharing the memory of ``float*`` pointer ``cptr``."""
     if not isinstance(cptr, ctypes.POINTER(mx_float)):
-        raise RuntimeError("expected a float pointer")
+        raise TypeError("expected a float pointer")
     size = 1
     for s in shape:
         size *= s

@@ -2,11 +2,20 @@
 
 import operator
 import threading
+from typing import ClassVar
 
-from .base import MXNetError, _MXClassPropertyMetaClass, classproperty
+from .base import MXNetError, _MXClassPropertyMetaClass, check_call, classproperty, with_metaclass  # noqa: F401 - MXNet's module exposes them
 
-__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "cpu_shared", "current_context", "num_gpus",
-           "gpu_memory_info"]
+__all__ = [
+    "Context",
+    "cpu",
+    "cpu_pinned",
+    "cpu_shared",
+    "current_context",
+    "gpu",
+    "gpu_memory_info",
+    "num_gpus",
+]
 
 
 _MAX_DEVICE_ID = 2**31 - 1  # MXNet's dev_id is a C int
@@ -38,8 +47,8 @@ class Context(metaclass=_MXClassPropertyMetaClass):
     """
 
     _default_ctx = threading.local()
-    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
-    devstr2type = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
+    devtype2str: ClassVar[dict] = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type: ClassVar[dict] = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
 
     def __init__(self, device_type, device_id=0):
         if isinstance(device_type, Context):
@@ -79,12 +88,12 @@ class Context(metaclass=_MXClassPropertyMetaClass):
         Context._default_ctx.value = self._old
 
     @classproperty
-    def default_ctx(cls):  # noqa: N805 - a class property
+    def default_ctx(cls):
         """The default context of this thread (``cpu(0)`` unless set)."""
         return getattr(cls._default_ctx, "value", None) or Context("cpu", 0)
 
     @default_ctx.setter
-    def default_ctx(cls, val):  # noqa: N805
+    def default_ctx(cls, val):
         cls._default_ctx.value = val
 
     def _check(self):

@@ -8,7 +8,11 @@ manager is per thread.
 import threading
 import warnings
 
-from .base import _MXClassPropertyMetaClass, classproperty
+from .base import (
+    _MXClassPropertyMetaClass,
+    classproperty,
+    with_metaclass,  # noqa: F401 - MXNet's module exposes it
+)
 
 __all__ = ["NameManager", "Prefix"]
 
@@ -48,14 +52,14 @@ class NameManager(metaclass=_MXClassPropertyMetaClass):
         return NameManager._current.value
 
     @classproperty
-    def current(cls):  # noqa: N805 - a class property
+    def current(cls):
         """The active manager of this thread (deprecated in MXNet: use ``with``)."""
         warnings.warn("NameManager.current has been deprecated. It is advised to use the `with` "
                       "statement with NameManager.", DeprecationWarning, stacklevel=2)
         return NameManager._thread_current()
 
     @current.setter
-    def current(cls, val):  # noqa: N805
+    def current(cls, val):
         cls._current.value = val
 
 

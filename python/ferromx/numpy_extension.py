@@ -4,7 +4,7 @@ from . import _native
 from . import ndarray as _nd
 
 # the NumPy-semantics flags live in ``util`` (the single source of that state)
-from .util import is_np_array, is_np_shape, reset_np, set_np  # noqa: E402,F401
+from .util import is_np_array, is_np_shape, reset_np, set_np  # noqa: F401
 
 
 def waitall():

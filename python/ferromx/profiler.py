@@ -16,12 +16,31 @@ import warnings
 from contextlib import contextmanager
 
 from . import _native
-from .base import MXNetError
+from .base import MXNetError, c_str, c_str_array, check_call, py_str  # noqa: F401 - as MXNet's module
 
-__all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "Profile",
-           "timeline", "events", "wait_summary", "Domain", "Task", "Frame", "Event", "Counter",
-           "Marker", "profiler_set_config", "profiler_set_state", "dump_profile",
-           "set_kvstore_handle"]
+__all__ = [
+    "Counter",
+    "Domain",
+    "Event",
+    "Frame",
+    "Marker",
+    "Profile",
+    "Task",
+    "dump",
+    "dump_profile",
+    "dumps",
+    "events",
+    "pause",
+    "profiler_set_config",
+    "profiler_set_state",
+    "resume",
+    "set_config",
+    "set_kvstore_handle",
+    "set_state",
+    "state",
+    "timeline",
+    "wait_summary",
+]
 
 _config = {
     "filename": "profile.json",
@@ -286,7 +305,7 @@ def _stats_json(ops, waits, domains, counters):
     })
 
 
-def dumps(reset=False, format="table", sort_by="total", ascending=False):  # noqa: A002
+def dumps(reset=False, format="table", sort_by="total", ascending=False):
     """Aggregate statistics since the last reset (they survive :func:`dump`): per operator
     (count, total, min, max, mean ms), per wait site (``file:line call``), per profiler
     domain task/frame/event, and counters; rows sorted by ``sort_by``
@@ -296,7 +315,7 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):  # noq
     if sort_by not in _SORT_KEYS:
         raise ValueError(f"sort_by must be one of {sorted(_SORT_KEYS)}")
     if not isinstance(reset, bool) or not isinstance(ascending, bool):
-        raise ValueError("reset and ascending must be True or False")
+        raise ValueError("reset and ascending must be True or False")  # noqa: TRY004 - MXNet
     _drain()
     with _lock:
         ops, waits = dict(_agg["operator"]), dict(_agg["wait"])
@@ -325,8 +344,8 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):  # noq
         for (d, n), (c, t, mn, mx) in order(domains):
             lines.append(f"{(d + '::' + n)[:39]:<40}{c:>8}{t:>12.3f}{mn:>10.3f}{mx:>10.3f}")
     if counters:
-        lines += ["", "Counters:", f"{'Domain::Name':<40}{'Count':>8}{'Value':>12}{'Min':>10}"
-                  f"{'Max':>10}"]
+        lines += ["", "Counters:",
+                  f"{'Domain::Name':<40}{'Count':>8}{'Value':>12}{'Min':>10}{'Max':>10}"]
         for (d, n), (c, last, mn, mx) in sorted(counters.items()):
             lines.append(f"{(d + '::' + n)[:39]:<40}{c:>8}{last:>12}{mn:>10}{mx:>10}")
     return "\n".join(lines)
@@ -530,11 +549,11 @@ def timeline(trace_file, out_file, width=1400, row_height=22):
     label_w = 260
     plot_w = width - label_w - 20
     h = 40 + row_height * len(tids) + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" '
-           f'font-family="monospace" font-size="11">',
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" '
+            f'font-family="monospace" font-size="11">'),
            f'<rect width="{width}" height="{h}" fill="white"/>',
-           f'<text x="10" y="20" font-size="13">ferromx timeline — {span / 1000:.2f} ms; '
-           'blue: engine ops, red: frontend waits</text>']
+           (f'<text x="10" y="20" font-size="13">ferromx timeline — {span / 1000:.2f} ms; '
+            'blue: engine ops, red: frontend waits</text>')]
     row = {t: i for i, t in enumerate(tids)}
     for t, i in row.items():
         y = 30 + i * row_height

@@ -11,6 +11,8 @@ baseline target, and its kernels do not depend on newer instruction sets being c
 import collections
 import platform
 
+from .base import check_call  # noqa: F401 - MXNet's module exposes it
+
 __all__ = ["Feature", "Features", "feature_list"]
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64")

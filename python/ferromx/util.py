@@ -11,7 +11,7 @@ import inspect
 import os
 import threading
 
-from .base import MXNetError
+from .base import MXNetError, c_str, check_call, py_str  # noqa: F401 - MXNet's module exposes them
 
 __all__ = [
     "default_array",

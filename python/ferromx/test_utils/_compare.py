@@ -120,7 +120,7 @@ def same(a, b):
     return bool(np.array_equal(_host(a), _host(b)))
 
 
-def checkShapes(a, b):  # noqa: N802 - MXNet's name
+def checkShapes(a, b):
     """Raise ``AssertionError`` when the shapes of ``a`` and ``b`` differ."""
     sa, sb = np.shape(_host(a)), np.shape(_host(b))
     if sa != sb:
@@ -138,7 +138,7 @@ def almost_equal(a, b, rtol=None, atol=None, equal_nan=False, use_broadcast=True
                             equal_nan=equal_nan))
 
 
-def locationError(a, b, index, names, maxError=False):  # noqa: N802,N803 - MXNet's names
+def locationError(a, b, index, names, maxError=False):
     """A text naming the mismatch at ``index`` and both values there."""
     maximum = "maximum " if maxError else ""
     shown = tuple(int(i) for i in index) if isinstance(index, tuple) else index

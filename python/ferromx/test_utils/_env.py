@@ -19,6 +19,8 @@ from ..context import current_context
 from ..runtime import Features
 from ..util import get_gpu_count, setenv
 
+_LOG = logging.getLogger(__name__)
+
 __all__ = [
     "DummyIter",
     "discard_stderr",
@@ -43,7 +45,7 @@ __all__ = [
 ]
 
 
-class environment(contextlib.ContextDecorator):  # noqa: N801 - MXNet's name
+class environment(contextlib.ContextDecorator):
     """Set environment variables for a ``with`` block or a decorated function, then restore.
 
     ``environment('NAME', 'value')`` or ``environment({'A': '1', 'B': None})``; ``None``
@@ -141,7 +143,7 @@ def discard_stderr():
 
 def is_cd_run():
     """Whether this runs as part of a Continuous Delivery job (``CD_JOB=1``)."""
-    return os.environ.get("CD_JOB", 0) == "1"
+    return os.environ.get("CD_JOB", "0") == "1"
 
 
 def is_aarch64_run():
@@ -181,7 +183,7 @@ def download(url, fname=None, dirname=None, overwrite=False, retries=5):
     if dirname:
         os.makedirs(dirname, exist_ok=True)
     if not overwrite and os.path.exists(fname):
-        logging.info("%s exists, skipping download", fname)
+        _LOG.info("%s exists, skipping download", fname)
         return fname
     last = None
     for _ in range(retries + 1):
@@ -192,7 +194,7 @@ def download(url, fname=None, dirname=None, overwrite=False, retries=5):
                     if not chunk:
                         break
                     f.write(chunk)
-            logging.info("downloaded %s into %s successfully", url, fname)
+            _LOG.info("downloaded %s into %s successfully", url, fname)
             return fname
         except (urllib.error.URLError, OSError, ValueError) as err:
             last = err

@@ -49,7 +49,7 @@ def check_symbolic_backward(sym, location, out_grads, expected, *args, **kwargs)
     raise _needs_sym("check_symbolic_backward")
 
 
-def check_speed(sym, location=None, ctx=None, N=20, grad_req=None, typ="whole", **kwargs):  # noqa: N803
+def check_speed(sym, location=None, ctx=None, N=20, grad_req=None, typ="whole", **kwargs):
     """Time a symbol's executor; raises ``MXNetError`` (needs mx.sym)."""
     raise _needs_sym("check_speed")
 
