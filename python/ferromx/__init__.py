@@ -9,7 +9,7 @@ from . import _native  # noqa: F401
 from . import base
 from .base import MXNetError
 from . import context
-from .context import Context, cpu, gpu, cpu_pinned, current_context, num_gpus
+from .context import Context, cpu, gpu, cpu_pinned, cpu_shared, current_context, num_gpus
 from . import ndarray
 from . import ndarray as nd
 from . import autograd
@@ -20,6 +20,12 @@ from . import numpy as np  # noqa: F401
 from . import numpy_extension
 from . import numpy_extension as npx
 from . import util
+from .util import is_np_array, is_np_shape, np_array, np_shape  # noqa: F401
+from .util import set_np_shape, use_np_array, use_np_shape  # noqa: F401
+from . import runtime  # noqa: F401
+from . import name  # noqa: F401
+from . import attribute  # noqa: F401
+from .attribute import AttrScope  # noqa: F401
 
 try:  # the pure-Python layers
     from . import initializer

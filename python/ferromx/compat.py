@@ -3,7 +3,10 @@
 :func:`install` makes ``mxnet`` and every ``mxnet.X`` module name an alias of the matching
 ``ferromx`` module (``mxnet.ndarray`` *is* ``ferromx.ndarray``), so ``import mxnet as mx``,
 ``from mxnet import nd, gluon, autograd``, ``from mxnet.gluon import nn`` and
-``import mxnet.ndarray as nd`` all work. Nothing is aliased until you ask::
+``import mxnet.ndarray as nd`` all work. The top-level ``mxnet`` is a thin facade over the
+``ferromx`` package (attribute reads and writes go to ``ferromx``) that reports MXNet's
+version: ``mxnet.__version__`` is ``'1.9.1'``, the MXNet release ferromx follows, while
+``ferromx.__version__`` stays ferromx's own. Nothing is aliased until you ask::
 
     import ferromx.compat
     ferromx.compat.install()
@@ -30,6 +33,42 @@ __all__ = ["install", "is_installed", "main", "uninstall"]
 
 ALIAS = "mxnet"
 TARGET = "ferromx"
+#: the MXNet release whose behaviour ferromx follows; what ``mxnet.__version__`` reports
+MXNET_VERSION = "1.9.1"
+
+
+class _Facade(types.ModuleType):
+    """The ``mxnet`` module: every attribute is the ``ferromx`` package's, but ``__version__``.
+
+    Dunder attributes the import system sets (``__spec__``, ``__loader__`` ...) stay on the
+    facade; other writes go to ``ferromx``.
+    """
+
+    def __init__(self, target):
+        super().__init__(target.__name__, target.__doc__)
+        object.__setattr__(self, "_ferromx_target", target)
+        object.__setattr__(self, "__version__", MXNET_VERSION)
+        for key in ("__file__", "__path__", "__package__", "__spec__", "__loader__"):
+            if hasattr(target, key):
+                object.__setattr__(self, key, getattr(target, key))
+
+    def __getattr__(self, name):
+        return getattr(object.__getattribute__(self, "_ferromx_target"), name)
+
+    def __setattr__(self, name, value):
+        if name.startswith("__") and name.endswith("__"):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(object.__getattribute__(self, "_ferromx_target"), name, value)
+
+    def __delattr__(self, name):
+        delattr(object.__getattribute__(self, "_ferromx_target"), name)
+
+    def __dir__(self):
+        return sorted(set(dir(object.__getattribute__(self, "_ferromx_target"))) | {"__version__"})
+
+    def __repr__(self):
+        return f"<module 'mxnet' (ferromx facade, MXNet {MXNET_VERSION} API)>"
 
 
 def _target_name(fullname):
@@ -51,6 +90,8 @@ class _AliasLoader(importlib.abc.Loader):
             else importlib.import_module(self._target)
         )
         self._spec = getattr(self._module, "__spec__", None)
+        if spec.name == ALIAS:
+            return _Facade(self._module)
         return self._module
 
     def exec_module(self, module):

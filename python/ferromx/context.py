@@ -2,10 +2,20 @@
 
 import operator
 import threading
+from typing import ClassVar
 
-from .base import MXNetError
+from .base import MXNetError, _MXClassPropertyMetaClass, check_call, classproperty, with_metaclass  # noqa: F401 - MXNet's module exposes them
 
-__all__ = ["Context", "cpu", "gpu", "cpu_pinned", "current_context", "num_gpus"]
+__all__ = [
+    "Context",
+    "cpu",
+    "cpu_pinned",
+    "cpu_shared",
+    "current_context",
+    "gpu",
+    "gpu_memory_info",
+    "num_gpus",
+]
 
 
 _MAX_DEVICE_ID = 2**31 - 1  # MXNet's dev_id is a C int
@@ -26,16 +36,19 @@ def _device_id(device_type, device_id):
     return dev
 
 
-class Context:
-    """A device: ``cpu(i)``, ``cpu_pinned(i)`` or ``gpu(i)``.
+class Context(metaclass=_MXClassPropertyMetaClass):
+    """A device: ``cpu(i)``, ``cpu_pinned(i)``, ``cpu_shared(i)`` or ``gpu(i)``.
 
-    Usable as a context manager to set the default context of new arrays.
+    Usable as a context manager to set the default context of new arrays (per thread).
     There is no GPU backend yet: arrays cannot be created on ``gpu(i)``.
+    ``cpu_shared(i)`` (MXNet's shared-memory CPU context, used to pass arrays between
+    processes) is accepted, but ferromx's native layer has no shared-memory storage: arrays
+    asked for on ``cpu_shared(i)`` are made in ordinary ``cpu(i)`` memory and report ``cpu(i)``.
     """
 
-    _local = threading.local()
-    devtype2str = {1: "cpu", 2: "gpu", 3: "cpu_pinned"}
-    devstr2type = {"cpu": 1, "gpu": 2, "cpu_pinned": 3}
+    _default_ctx = threading.local()
+    devtype2str: ClassVar[dict] = {1: "cpu", 2: "gpu", 3: "cpu_pinned", 5: "cpu_shared"}
+    devstr2type: ClassVar[dict] = {"cpu": 1, "gpu": 2, "cpu_pinned": 3, "cpu_shared": 5}
 
     def __init__(self, device_type, device_id=0):
         if isinstance(device_type, Context):
@@ -67,18 +80,29 @@ class Context:
         return hash((self.device_type, self.device_id))
 
     def __enter__(self):
-        self._old = current_context()
-        Context._local.value = self
+        self._old = getattr(Context._default_ctx, "value", None)
+        Context._default_ctx.value = self
         return self
 
     def __exit__(self, *exc):
-        Context._local.value = self._old
+        Context._default_ctx.value = self._old
+
+    @classproperty
+    def default_ctx(cls):
+        """The default context of this thread (``cpu(0)`` unless set)."""
+        return getattr(cls._default_ctx, "value", None) or Context("cpu", 0)
+
+    @default_ctx.setter
+    def default_ctx(cls, val):
+        cls._default_ctx.value = val
 
     def _check(self):
         if self.device_type == "gpu":
             raise MXNetError(
                 f"{self}: ferromx has no GPU backend yet (num_gpus() is 0); use mx.cpu()"
             )
+        if self.device_type == "cpu_shared":  # no shared-memory storage: plain CPU memory
+            return f"cpu({self.device_id})"
         return str(self)
 
     def empty_cache(self):
@@ -95,6 +119,11 @@ def cpu_pinned(device_id=0):
     return Context("cpu_pinned", device_id)
 
 
+def cpu_shared(device_id=0):
+    """Shared-memory CPU context; ferromx allocates such arrays in ``cpu(device_id)`` memory."""
+    return Context("cpu_shared", device_id)
+
+
 def gpu(device_id=0):
     """A GPU context. Creating arrays on it raises ``MXNetError``: no GPU backend exists yet."""
     return Context("gpu", device_id)
@@ -105,9 +134,18 @@ def num_gpus():
     return 0
 
 
+def gpu_memory_info(device_id=0):
+    """``(free, total)`` bytes of GPU ``device_id``; raises ``MXNetError`` (no GPU backend)."""
+    raise MXNetError(f"gpu_memory_info({device_id}): ferromx has no GPU backend (num_gpus() is 0)")
+
+
 def current_context():
-    """The default context (``cpu(0)`` unless changed with ``with ctx:``)."""
-    return getattr(Context._local, "value", None) or Context("cpu", 0)
+    """The default context of this thread (``cpu(0)`` unless changed with ``with ctx:``)."""
+    return getattr(Context._default_ctx, "value", None) or Context("cpu", 0)
+
+
+# MXNet exposes the thread-local default as ``context._current`` too
+_current = Context._default_ctx
 
 
 def _ctx_str(ctx):

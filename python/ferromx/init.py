@@ -1,9 +1,13 @@
 """Weight initializers (``mx.init``); an alias of :mod:`ferromx.initializer`."""
 
 from .initializer import (
+    Bilinear,
     Constant,
+    FusedRNN,
     InitDesc,
     Initializer,
+    Load,
+    LSTMBias,
     Mixed,
     MSRAPrelu,
     Normal,
@@ -18,9 +22,13 @@ from .initializer import (
 )
 
 __all__ = [
+    "Bilinear",
     "Constant",
+    "FusedRNN",
     "InitDesc",
     "Initializer",
+    "LSTMBias",
+    "Load",
     "MSRAPrelu",
     "Mixed",
     "Normal",

@@ -18,13 +18,23 @@ import re
 import numpy as np
 
 from . import ndarray as nd
+from . import random  # noqa: F401 - MXNet's initializer module exposes these names
+from .base import string_types  # noqa: F401
+from .ndarray import NDArray, load  # noqa: F401
+from .util import is_np_array  # noqa: F401
+
+ndarray = nd
 
 _LOG = logging.getLogger(__name__)
 
 __all__ = [
+    "Bilinear",
     "Constant",
+    "FusedRNN",
     "InitDesc",
     "Initializer",
+    "LSTMBias",
+    "Load",
     "MSRAPrelu",
     "Mixed",
     "Normal",
@@ -394,3 +404,154 @@ class Mixed:
             f'Parameter name {name} did not match any pattern. Consider adding a ".*" pattern '
             "at the end with a default Initializer."
         )
+
+
+class Load:
+    """Initialize parameters from a saved file or a dict of name -> array.
+
+    Names saved with an ``arg:`` or ``aux:`` prefix match without it. Parameters not found
+    are passed to ``default_init`` (a missing one raises ``ValueError``); a shape mismatch
+    raises ``ValueError``.
+    """
+
+    def __init__(self, param, default_init=None, verbose=False):
+        if isinstance(param, str):
+            param = nd.load(param)
+        if not isinstance(param, dict):
+            raise TypeError(f"Load: param must be a file name or a dict, got {type(param)}")
+        self.param = {}
+        for name, arr in param.items():
+            key = name[4:] if name.startswith(("arg:", "aux:")) else name
+            self.param[key] = arr
+        self.default_init = default_init
+        self.verbose = verbose
+
+    def __call__(self, name, arr):
+        """Initialize ``arr`` with the loaded value of ``name`` (or ``default_init``)."""
+        if name in self.param:
+            src = self.param[name]
+            if tuple(arr.shape) != tuple(src.shape):
+                raise ValueError(f"Parameter {name} cannot be initialized from loading. Shape "
+                                 f"mismatch, target {arr.shape} vs loaded {src.shape}")
+            arr[:] = src if isinstance(src, NDArray) else nd.array(src, ctx=arr.context)
+            if self.verbose:
+                _LOG.info("Initialized %s by loading", name)
+            return
+        if self.default_init is None:
+            raise ValueError(f"Cannot Initialize {name}. Not found in loaded param and no "
+                             "default Initializer is provided.")
+        self.default_init(name, arr)
+        if self.verbose:
+            _LOG.info("Initialized %s by default", name)
+
+
+@register
+class Bilinear(Initializer):
+    """Initialize a 4-D ``(out, in, h, w)`` weight with a bilinear upsampling kernel.
+
+    Every ``(h, w)`` slice is ``(1 - |x/f - c|) * (1 - |y/f - c|)`` with ``f = ceil(w/2)`` and
+    ``c = (2f - 1 - f % 2) / (2f)``, the kernel of a ``Deconvolution`` that upsamples by ``f``.
+    """
+
+    def __init__(self):
+        super().__init__()
+
+    def _init_weight(self, name, arr):
+        shape = tuple(arr.shape)
+        if len(shape) != 4:
+            raise ValueError(f"Bilinear initializer needs a 4-D weight, got {name} of {shape}")
+        f = math.ceil(shape[3] / 2.0)
+        c = (2 * f - 1 - f % 2) / (2.0 * f)
+        ctx = arr.context
+
+        def ramp(n):
+            pos = nd.arange(0, n, ctx=ctx, dtype="float64")
+            return 1.0 - nd.abs(pos / f - c)
+
+        kernel = ramp(shape[2]).reshape((shape[2], 1)) * ramp(shape[3]).reshape((1, shape[3]))
+        kernel = nd.broadcast_to(kernel.reshape((1, 1, shape[2], shape[3])), shape=shape)
+        arr[:] = kernel.astype("float32").astype(_dtype_name(arr.dtype))
+
+
+@register
+class LSTMBias(Initializer):
+    """Initialize an LSTM bias to 0 except the forget gate (the second quarter), set to
+    ``forget_bias``."""
+
+    def __init__(self, forget_bias=1.0):
+        super().__init__(forget_bias=forget_bias)
+        self.forget_bias = forget_bias
+
+    def _init_weight(self, name, arr):
+        arr[:] = 0.0
+        num_hidden = int(arr.shape[0] / 4)
+        arr[num_hidden:2 * num_hidden] = self.forget_bias
+
+
+_RNN_GATES = {"lstm": ["_i", "_f", "_c", "_o"], "gru": ["_r", "_z", "_o"],
+              "rnn_relu": [""], "rnn_tanh": [""]}
+
+
+@register
+class FusedRNN(Initializer):
+    """Initialize the flat parameter vector of a fused RNN layer gate by gate.
+
+    The vector is unpacked as MXNet's fused RNN lays it out (for each layer and direction the
+    i2h then h2h weights, gates stacked; then the biases in the same order); each gate's
+    weight gets ``init`` (or the global initializer), biases 0, and LSTM forget-gate biases
+    ``forget_bias``.
+    """
+
+    def __init__(self, init, num_hidden, num_layers, mode, bidirectional=False,
+                 forget_bias=1.0):
+        if isinstance(init, str):
+            init = create(init)
+        if mode not in _RNN_GATES:
+            raise ValueError(f"FusedRNN: mode must be one of {sorted(_RNN_GATES)}, got {mode!r}")
+        super().__init__(init=init.dumps() if init is not None else None, num_hidden=num_hidden,
+                         num_layers=num_layers, mode=mode, bidirectional=bidirectional,
+                         forget_bias=forget_bias)
+        self._init = init
+        self._num_hidden = num_hidden
+        self._num_layers = num_layers
+        self._mode = mode
+        self._bidirectional = bidirectional
+        self._forget_bias = forget_bias
+
+    def _layout(self, total):
+        """``[(name, shape)]`` of the unpacked pieces, in packing order."""
+        gates, hid = _RNN_GATES[self._mode], self._num_hidden
+        dirs = ["l", "r"] if self._bidirectional else ["l"]
+        g, d, layers = len(gates), len(dirs), self._num_layers
+        rest = (layers - 1) * d * (g * hid * d * hid + g * hid * hid) + layers * d * 2 * g * hid
+        rest += d * g * hid * hid
+        if total <= rest or (total - rest) % (d * g * hid):
+            raise ValueError(f"FusedRNN: {total} parameters do not fit {layers} {self._mode} "
+                             f"layer(s) of {hid} hidden units")
+        inputs = (total - rest) // (d * g * hid)
+        weights, biases = [], []
+        for layer in range(layers):
+            width = inputs if layer == 0 else d * hid
+            for dr in dirs:
+                for kind, cols in (("i2h", width), ("h2h", hid)):
+                    for gate in gates:
+                        weights.append((f"{dr}{layer}_{kind}{gate}_weight", (hid, cols)))
+                        biases.append((f"{dr}{layer}_{kind}{gate}_bias", (hid,)))
+        return weights + biases
+
+    def _init_weight(self, desc, arr):
+        ctx, dtype = arr.context, _dtype_name(arr.dtype)
+        pieces = []
+        for name, shape in self._layout(int(arr.size)):
+            part = nd.zeros(shape, ctx=ctx, dtype=dtype)
+            arg_desc = InitDesc(name, global_init=getattr(desc, "global_init", None))
+            if self._mode == "lstm" and name.endswith("_f_bias"):
+                part[:] = self._forget_bias
+            elif self._init is not None:
+                self._init(arg_desc, part)
+            elif arg_desc.global_init is not None and arg_desc.global_init is not self:
+                arg_desc.global_init(arg_desc, part)
+            else:
+                raise ValueError("FusedRNN: no init given and no global initializer to use")
+            pieces.append(part.reshape((-1,)))
+        arr[:] = nd.concat(*pieces, dim=0).reshape(arr.shape)

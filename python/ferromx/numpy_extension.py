@@ -3,24 +3,8 @@
 from . import _native
 from . import ndarray as _nd
 
-_np_mode = False
-
-
-def set_np(shape=True, array=True, dtype=False):
-    """Turns on NumPy semantics flags (recorded; ferromx arrays behave the same either way)."""
-    global _np_mode
-    _np_mode = True
-
-
-def reset_np():
-    """Turns NumPy semantics off."""
-    global _np_mode
-    _np_mode = False
-
-
-def is_np_array():
-    """Whether ``set_np`` is active."""
-    return _np_mode
+# the NumPy-semantics flags live in ``util`` (the single source of that state)
+from .util import is_np_array, is_np_shape, reset_np, set_np  # noqa: F401
 
 
 def waitall():

@@ -11,12 +11,36 @@ table per operator and per wait site; ``timeline()`` draws the trace as SVG.
 import json
 import os
 import tempfile
+import threading
+import warnings
 from contextlib import contextmanager
 
 from . import _native
+from .base import MXNetError, c_str, c_str_array, check_call, py_str  # noqa: F401 - as MXNet's module
 
-__all__ = ["set_config", "set_state", "state", "pause", "resume", "dump", "dumps", "Profile",
-           "timeline", "events", "wait_summary"]
+__all__ = [
+    "Counter",
+    "Domain",
+    "Event",
+    "Frame",
+    "Marker",
+    "Profile",
+    "Task",
+    "dump",
+    "dump_profile",
+    "dumps",
+    "events",
+    "pause",
+    "profiler_set_config",
+    "profiler_set_state",
+    "resume",
+    "set_config",
+    "set_kvstore_handle",
+    "set_state",
+    "state",
+    "timeline",
+    "wait_summary",
+]
 
 _config = {
     "filename": "profile.json",
@@ -28,6 +52,20 @@ _config = {
     "continuous_dump": False,
 }
 _state = {"state": "stop", "paused": False}
+_lock = threading.RLock()
+_pending = []  # trace events not yet written by dump()
+# aggregate statistics, kept across dump() until dumps(reset=True) / events(reset=True):
+# {"operator"|"wait"|"domain": {key: [count, total_ms, min_ms, max_ms]}, "counter": {key: [...]}}
+_agg = {"operator": {}, "wait": {}, "domain": {}, "counter": {}}
+_PROCESSES = ("worker", "server")
+
+
+def _check_process(profile_process):
+    if profile_process not in _PROCESSES:
+        raise ValueError(f"profile_process must be 'worker' or 'server', got {profile_process!r}")
+    if profile_process == "server":
+        raise MXNetError("profile_process='server' needs a distributed kvstore server, which "
+                         "ferromx does not have")
 
 
 def set_config(**kwargs):
@@ -39,17 +77,40 @@ def set_config(**kwargs):
     _config.update({k: v for k, v in kwargs.items() if k in _config})
 
 
+def profiler_set_config(mode="symbolic", filename="profile.json"):
+    """Deprecated form of :func:`set_config` (``mode`` is ``'symbolic'`` or ``'all'``)."""
+    warnings.warn("profiler.profiler_set_config() is deprecated. Please use "
+                  "profiler.set_config() instead", DeprecationWarning, stacklevel=2)
+    if mode not in ("symbolic", "all", "imperative", "api", "memory"):
+        raise ValueError(f"profiler_set_config: unknown mode {mode!r}")
+    set_config(filename=filename, **({"profile_all": True} if mode == "all" else {}))
+
+
 def set_state(state="stop", profile_process="worker"):
     """Starts (``'run'``) or stops (``'stop'``) recording."""
     if state not in ("run", "stop"):
         raise ValueError(f"profiler state must be 'run' or 'stop', got {state!r}")
+    _check_process(profile_process)
     if state == "run":
         _native.profiler_start()
     else:
         _native.profiler_stop()
+        _state["paused"] = False
         if _config["continuous_dump"]:
             dump()
     _state["state"] = state
+
+
+def profiler_set_state(state="stop"):
+    """Deprecated form of :func:`set_state`."""
+    warnings.warn("profiler.profiler_set_state() is deprecated. Please use "
+                  "profiler.set_state() instead", DeprecationWarning, stacklevel=2)
+    set_state(state)
+
+
+def set_kvstore_handle(handle):
+    """Accepted for compatibility: ferromx has no distributed kvstore to profile."""
+    _state["kvstore_handle"] = handle
 
 
 def state():
@@ -57,8 +118,13 @@ def state():
     return _state["state"]
 
 
+def _recording():
+    return _state["state"] == "run" and not _state["paused"]
+
+
 def pause(profile_process="worker"):
     """Stops recording without ending the session."""
+    _check_process(profile_process)
     if _state["state"] == "run":
         _native.profiler_stop()
         _state["paused"] = True
@@ -66,18 +132,85 @@ def pause(profile_process="worker"):
 
 def resume(profile_process="worker"):
     """Resumes after :func:`pause`."""
+    _check_process(profile_process)
     if _state["paused"]:
         _native.profiler_start()
         _state["paused"] = False
 
 
+def _fold(e):
+    """Adds one event to the aggregate statistics."""
+    if not _config["aggregate_stats"]:
+        return
+    if e["ph"] == "C":
+        if e["thread"] == "engine":  # the engine's own load samples: trace only
+            return
+        for key, value in e["args"].items():
+            s = _agg["counter"].setdefault((e["cat"], key), [0, value, value, value])
+            s[0] += 1
+            s[1] = value
+            s[2] = min(s[2], value)
+            s[3] = max(s[3], value)
+        return
+    if e["ph"] != "X" or e["cat"] == "counter":
+        return
+    if e["cat"] == "operator":
+        table, key = _agg["operator"], e["name"]
+    elif e["cat"] == "wait":
+        table, key = _agg["wait"], e["args"].get("site", e["name"])
+    else:
+        table, key = _agg["domain"], (e["cat"], e["name"])
+    dur = e["dur"] / 1000.0
+    s = table.setdefault(key, [0, 0.0, float("inf"), 0.0])
+    s[0] += 1
+    s[1] += dur
+    s[2] = min(s[2], dur)
+    s[3] = max(s[3], dur)
+
+
+def _drain():
+    """Moves the native (engine) events into the pending trace and the aggregate stats."""
+    with _lock:
+        for ph, name, cat, thread, ts, dur, args in _native.profiler_events(True):
+            e = {"ph": ph, "name": name, "cat": cat, "thread": thread, "ts": ts, "dur": dur,
+                 "args": json.loads(args) if args else {}}
+            _pending.append(e)
+            _fold(e)
+
+
+def _record(e):
+    """Adds a Python-side event (task, frame, counter, marker) when recording."""
+    if not _recording():
+        return
+    _drain()  # keep the pending list in time order with the engine's events
+    with _lock:
+        _pending.append(e)
+        _fold(e)
+
+
+def _frontend():
+    return f"frontend {threading.current_thread().name}"
+
+
+def _reset_agg():
+    for table in _agg.values():
+        table.clear()
+
+
 def events(reset=False):
-    """The recorded events as dicts (``ph``, ``name``, ``cat``, ``thread``, ``ts``, ``dur``, ``args``)."""
-    out = []
-    for ph, name, cat, thread, ts, dur, args in _native.profiler_events(reset):
-        out.append({"ph": ph, "name": name, "cat": cat, "thread": thread, "ts": ts, "dur": dur,
-                    "args": json.loads(args) if args else {}})
+    """The recorded, not yet dumped events as dicts (``ph``, ``name``, ``cat``, ``thread``,
+    ``ts``, ``dur``, ``args``): the engine's and the Python-side objects'. ``reset=True``
+    clears them and the aggregate statistics (a fresh start)."""
+    _drain()
+    with _lock:
+        out = list(_pending)
+        if reset:
+            _pending.clear()
+            _reset_agg()
     return out
+
+
+_MARKER_SCOPES = {"global": "g", "process": "p", "thread": "t", "task": "t", "marker": "t"}
 
 
 def _trace(evs):
@@ -89,6 +222,8 @@ def _trace(evs):
               "pid": 0, "tid": tid, "args": e["args"]}
         if e["ph"] == "X":
             ev["dur"] = round(e["dur"], 3)
+        elif e["ph"] == "i":
+            ev["s"] = _MARKER_SCOPES.get(e["args"].get("scope"), "p")
         trace.append(ev)
     meta = [{"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "ferromx"}}]
     for name, tid in tids.items():
@@ -100,8 +235,15 @@ def _trace(evs):
 
 
 def dump(finished=True, profile_process="worker"):
-    """Writes the Chrome trace JSON to the configured ``filename`` (atomically)."""
-    evs = events(reset=finished)
+    """Writes the Chrome trace JSON of the pending events to the configured ``filename``
+    (atomically). ``finished=True`` consumes the events (the next dump starts after them);
+    the aggregate statistics :func:`dumps` reports are kept either way."""
+    _check_process(profile_process)
+    _drain()
+    with _lock:
+        evs = list(_pending)
+        if finished:
+            _pending.clear()
     fname = _config["filename"]
     d = os.path.dirname(os.path.abspath(fname))
     fd, tmp = tempfile.mkstemp(dir=d, suffix=".tmp")
@@ -111,10 +253,17 @@ def dump(finished=True, profile_process="worker"):
     return fname
 
 
+def dump_profile():
+    """Deprecated form of ``dump(True)``."""
+    warnings.warn("profiler.dump_profile() is deprecated. Please use profiler.dump() instead",
+                  DeprecationWarning, stacklevel=2)
+    return dump(True)
+
+
 def _aggregate(evs):
     ops, waits = {}, {}
     for e in evs:
-        if e["ph"] != "X":
+        if e["ph"] != "X" or e["cat"] not in ("operator", "wait"):
             continue
         dur = e["dur"] / 1000.0
         if e["cat"] == "operator":
@@ -134,28 +283,53 @@ def wait_summary(evs=None):
     return {k: (v[0], v[1]) for k, v in waits.items()}
 
 
-def dumps(reset=False, format="table", sort_by="total", ascending=False):  # noqa: A002
-    """Aggregate statistics: per operator (count, total, min, max, mean ms) and per
-    wait site (``file:line call``, count, total blocked ms), sorted by ``sort_by``."""
-    ops, waits = _aggregate(events(reset=reset))
-    keys = {"total": 1, "count": 0, "min": 2, "max": 3, "avg": 1, "mean": 1}
-    if sort_by not in keys:
-        raise ValueError(f"sort_by must be one of {sorted(keys)}")
-    k = keys[sort_by]
+_SORT_KEYS = {"total": 1, "count": 0, "min": 2, "max": 3, "avg": 1, "mean": 1}
+
+
+def _stats_json(ops, waits, domains, counters):
+    def row(c, t, mn, mx):
+        return {"count": c, "total_ms": t, "min_ms": mn, "max_ms": mx, "mean_ms": t / c}
+
+    dom = {}
+    for (d, n), v in domains.items():
+        dom.setdefault(d, {})[n] = row(*v)
+    cnt = {}
+    for (d, n), (c, last, mn, mx) in counters.items():
+        cnt.setdefault(d, {})[n] = {"count": c, "value": last, "min": mn, "max": mx}
+    return json.dumps({
+        "operators": {n: row(*v) for n, v in ops.items()},
+        "waits": {n: {k: x for k, x in row(*v).items() if k != "mean_ms"}
+                  for n, v in waits.items()},
+        "domains": dom,
+        "counters": cnt,
+    })
+
+
+def dumps(reset=False, format="table", sort_by="total", ascending=False):
+    """Aggregate statistics since the last reset (they survive :func:`dump`): per operator
+    (count, total, min, max, mean ms), per wait site (``file:line call``), per profiler
+    domain task/frame/event, and counters; rows sorted by ``sort_by``
+    (``'total'``, ``'avg'``, ``'min'``, ``'max'``, ``'count'``)."""
+    if format not in ("table", "json"):
+        raise ValueError("format must be 'table' or 'json'")
+    if sort_by not in _SORT_KEYS:
+        raise ValueError(f"sort_by must be one of {sorted(_SORT_KEYS)}")
+    if not isinstance(reset, bool) or not isinstance(ascending, bool):
+        raise ValueError("reset and ascending must be True or False")  # noqa: TRY004 - MXNet
+    _drain()
+    with _lock:
+        ops, waits = dict(_agg["operator"]), dict(_agg["wait"])
+        domains, counters = dict(_agg["domain"]), dict(_agg["counter"])
+        if reset:
+            _reset_agg()
+    k = _SORT_KEYS[sort_by]
 
     def order(d):
         return sorted(d.items(), key=lambda kv: (kv[1][k] / kv[1][0]) if sort_by in ("avg", "mean")
                       else kv[1][k], reverse=not ascending)
 
     if format == "json":
-        return json.dumps({
-            "operators": {n: {"count": c, "total_ms": t, "min_ms": mn, "max_ms": mx,
-                              "mean_ms": t / c} for n, (c, t, mn, mx) in ops.items()},
-            "waits": {n: {"count": c, "total_ms": t, "min_ms": mn, "max_ms": mx}
-                      for n, (c, t, mn, mx) in waits.items()},
-        })
-    if format != "table":
-        raise ValueError("format must be 'table' or 'json'")
+        return _stats_json(ops, waits, domains, counters)
     lines = ["Profile Statistics (times in ms)", "", "Operators:",
              f"{'Name':<32}{'Count':>10}{'Total':>12}{'Min':>10}{'Max':>10}{'Mean':>10}"]
     for n, (c, t, mn, mx) in order(ops):
@@ -164,7 +338,173 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):  # noq
               f"{'Site':<48}{'Count':>8}{'Total':>12}{'Max':>10}"]
     for n, (c, t, mn, mx) in order(waits):
         lines.append(f"{n[:47]:<48}{c:>8}{t:>12.3f}{mx:>10.3f}")
+    if domains:
+        lines += ["", "Domains (tasks, frames, events):",
+                  f"{'Domain::Name':<40}{'Count':>8}{'Total':>12}{'Min':>10}{'Max':>10}"]
+        for (d, n), (c, t, mn, mx) in order(domains):
+            lines.append(f"{(d + '::' + n)[:39]:<40}{c:>8}{t:>12.3f}{mn:>10.3f}{mx:>10.3f}")
+    if counters:
+        lines += ["", "Counters:",
+                  f"{'Domain::Name':<40}{'Count':>8}{'Value':>12}{'Min':>10}{'Max':>10}"]
+        for (d, n), (c, last, mn, mx) in sorted(counters.items()):
+            lines.append(f"{(d + '::' + n)[:39]:<40}{c:>8}{last:>12}{mn:>10}{mx:>10}")
     return "\n".join(lines)
+
+
+class Domain:
+    """A profiling domain grouping tasks, frames, counters and markers (the trace category)."""
+
+    def __init__(self, name):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"Domain name must be a non-empty str, got {name!r}")
+        self.name = name
+
+    def __str__(self):
+        return self.name
+
+    def new_task(self, name):
+        """A :class:`Task` of this domain."""
+        return Task(self, name)
+
+    def new_frame(self, name):
+        """A :class:`Frame` of this domain."""
+        return Frame(self, name)
+
+    def new_counter(self, name, value=None):
+        """A :class:`Counter` of this domain (set to ``value`` if given)."""
+        return Counter(self, name, value)
+
+    def new_marker(self, name):
+        """A :class:`Marker` of this domain."""
+        return Marker(self, name)
+
+
+def _check_domain(domain):
+    if not isinstance(domain, Domain):
+        raise TypeError(f"expected a profiler.Domain, got {type(domain).__name__}")
+    return domain
+
+
+class _Span:
+    """A named duration: ``start()`` ... ``stop()`` becomes one complete ('X') trace event
+    (and a row of the aggregate table) when the profiler is recording at ``stop()``."""
+
+    _kind = "span"
+
+    def __init__(self, category, name):
+        self.name = name
+        self._cat = category
+        self._start = None
+
+    def start(self):
+        """Starts timing."""
+        self._start = _native.profiler_now_us()
+
+    def stop(self):
+        """Stops timing and records the span; raises ``MXNetError`` without a ``start()``."""
+        if self._start is None:
+            raise MXNetError(f"profiler {self._kind} {self.name!r}: stop() without start()")
+        t0, self._start = self._start, None
+        t1 = _native.profiler_now_us()
+        _record({"ph": "X", "name": self.name, "cat": self._cat, "thread": _frontend(),
+                 "ts": t0, "dur": t1 - t0, "args": {"kind": self._kind}})
+
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def __str__(self):
+        return self.name
+
+
+class Task(_Span):
+    """A task of a :class:`Domain`: a logical unit of work, timed by ``start()``/``stop()``."""
+
+    _kind = "task"
+
+    def __init__(self, domain, name):
+        self.domain = _check_domain(domain)
+        super().__init__(domain.name, name)
+
+
+class Frame(_Span):
+    """A frame of a :class:`Domain` (e.g. one training iteration), timed like a :class:`Task`."""
+
+    _kind = "frame"
+
+    def __init__(self, domain, name):
+        self.domain = _check_domain(domain)
+        super().__init__(domain.name, name)
+
+
+class Event(_Span):
+    """A named event without a domain, timed by ``start()``/``stop()``."""
+
+    _kind = "event"
+
+    def __init__(self, name):
+        super().__init__("event", name)
+
+
+class Counter:
+    """A numeric counter of a :class:`Domain`; each change is a counter ('C') trace event."""
+
+    def __init__(self, domain, name, value=None):
+        self.domain = _check_domain(domain)
+        self.name = name
+        self.value = 0
+        if value is not None:
+            self.set_value(value)
+
+    def _emit(self):
+        _record({"ph": "C", "name": self.name, "cat": self.domain.name, "thread": _frontend(),
+                 "ts": _native.profiler_now_us(), "dur": 0.0, "args": {self.name: self.value}})
+
+    def set_value(self, value):
+        """Sets the counter to the integer ``value``."""
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"Counter value must be an int, got {value!r}")
+        self.value = value
+        self._emit()
+
+    def increment(self, delta=1):
+        """Adds ``delta``."""
+        self.set_value(self.value + delta)
+
+    def decrement(self, delta=1):
+        """Subtracts ``delta``."""
+        self.set_value(self.value - delta)
+
+    def __iadd__(self, delta):
+        self.increment(delta)
+        return self
+
+    def __isub__(self, delta):
+        self.decrement(delta)
+        return self
+
+    def __str__(self):
+        return self.name
+
+
+class Marker:
+    """An instant marker of a :class:`Domain`."""
+
+    def __init__(self, domain, name):
+        self.domain = _check_domain(domain)
+        self.name = name
+
+    def mark(self, scope="process"):
+        """Records an instant ('i') event; ``scope`` is ``'global'``, ``'process'``,
+        ``'thread'``, ``'task'`` or ``'marker'``."""
+        if scope not in _MARKER_SCOPES:
+            raise ValueError(f"Marker scope must be one of {sorted(_MARKER_SCOPES)}, "
+                             f"got {scope!r}")
+        _record({"ph": "i", "name": self.name, "cat": self.domain.name, "thread": _frontend(),
+                 "ts": _native.profiler_now_us(), "dur": 0.0, "args": {"scope": scope}})
 
 
 class Profile:
@@ -209,11 +549,11 @@ def timeline(trace_file, out_file, width=1400, row_height=22):
     label_w = 260
     plot_w = width - label_w - 20
     h = 40 + row_height * len(tids) + 30
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" '
-           f'font-family="monospace" font-size="11">',
+    out = [(f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" '
+            f'font-family="monospace" font-size="11">'),
            f'<rect width="{width}" height="{h}" fill="white"/>',
-           f'<text x="10" y="20" font-size="13">ferromx timeline — {span / 1000:.2f} ms; '
-           'blue: engine ops, red: frontend waits</text>']
+           (f'<text x="10" y="20" font-size="13">ferromx timeline — {span / 1000:.2f} ms; '
+            'blue: engine ops, red: frontend waits</text>')]
     row = {t: i for i, t in enumerate(tids)}
     for t, i in row.items():
         y = 30 + i * row_height

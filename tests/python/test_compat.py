@@ -65,7 +65,8 @@ def test_import_forms(alias):
     from mxnet.gluon import nn
     from mxnet.ndarray import NDArray
 
-    assert mx is ferromx
+    # `mxnet` is a facade over the ferromx package (only __version__ differs)
+    assert mx.ndarray is ferromx.ndarray and mx.Context is ferromx.Context
     assert nd is ferromx.nd and nd2 is ferromx.ndarray and nd is nd2
     assert gluon is ferromx.gluon and autograd is ferromx.autograd
     assert nn is ferromx.gluon.nn
@@ -76,6 +77,29 @@ def test_import_forms(alias):
     x = mx.nd.array([1.0, 2.0])
     assert isinstance(x, NDArray)
     np.testing.assert_allclose((x * 2).asnumpy(), [2.0, 4.0])
+
+
+def test_mxnet_version_is_the_reference_release(alias):
+    import mxnet
+    import mxnet as mx2
+
+    assert mxnet.__version__ == "1.9.1" and mx2 is mxnet
+    assert ferromx.__version__ == "0.1.0"  # ferromx keeps its own version
+    assert "__version__" in dir(mxnet) and "nd" in dir(mxnet)
+    mxnet._compat_probe = 5  # writes reach the ferromx package
+    try:
+        assert ferromx._compat_probe == 5
+    finally:
+        del mxnet._compat_probe
+    assert not hasattr(ferromx, "_compat_probe")
+
+
+def test_command_line_reports_mxnet_version(tmp_path):
+    script = tmp_path / "ver.py"
+    script.write_text("import mxnet, ferromx\nprint('v', mxnet.__version__, ferromx.__version__)\n")
+    res = _run(["-m", "ferromx.compat", str(script)], cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    assert "v 1.9.1 0.1.0" in res.stdout
 
 
 def test_aliasing_keeps_ferromx_specs(alias):

@@ -1,0 +1,31 @@
+"""Testing helpers with the names and behaviour of MXNet 1.9.1's ``mxnet.test_utils``.
+
+Comparisons (``assert_almost_equal`` ...) and finite differences run on host NumPy, as
+MXNet's do. ferromx has no symbols: ``check_numeric_gradient`` takes a Python function of
+NDArrays, and the helpers that need ``mx.sym`` raise ``MXNetError`` saying so. Storage is
+dense only: the csr/row_sparse generators raise ``MXNetError``.
+"""
+
+import sys
+
+import numpy as np  # noqa: F401 - MXNet's test_utils exposes these modules
+import numpy.random as rnd  # noqa: F401
+
+from .. import ndarray as _nd
+from ..context import Context, current_context  # noqa: F401
+from ..runtime import Features  # noqa: F401
+from ..util import get_cuda_compute_capability, getenv, setenv, use_np  # noqa: F401
+from . import _compare, _env, _grad, _random, _stats
+from ._compare import *
+from ._env import *
+from ._grad import *
+from ._random import *
+from ._random import _validate_csr_generation_inputs  # noqa: F401
+from ._stats import *
+from ._stats import ss  # noqa: F401
+
+array = _nd.array
+mx = sys.modules[__name__.rpartition(".")[0]]  # the ferromx package, as MXNet's `mx`
+
+__all__ = (_compare.__all__ + _env.__all__ + _grad.__all__ + _random.__all__
+           + _stats.__all__)
