@@ -2,7 +2,10 @@
 
 MXNet lives in its own virtual environment (it needs numpy 1.23): set MXNET_PYTHON to its
 interpreter (default: .venv-mx/bin/python if present). This script re-runs itself there with
-``--backend mxnet`` and merges the numbers into one table.
+``--backend mxnet`` and merges the numbers into one table. JAX likewise: JAX_PYTHON (default
+.venv-jax/bin/python) runs ``--backend jax``. ``--baseline PYTHON`` (or FERROMX_BASELINE_PYTHON)
+runs ferromx again under another interpreter, e.g. a venv holding the previous commit's wheel,
+so a change is measured against its parent in the same run ("vs base" column).
 
     python benchmarks/bench.py            # all
     python benchmarks/bench.py --quick    # fewer repetitions
@@ -155,6 +158,75 @@ def bench_jax(q):
     return r
 
 
+def mlp_train(mx, nd, gluon, autograd, q):
+    """784-512-512-10 MLP, batch 256, SGD with momentum: training samples/s."""
+    net = gluon.nn.Sequential()
+    net.add(gluon.nn.Dense(512, activation="relu"), gluon.nn.Dense(512, activation="relu"),
+            gluon.nn.Dense(10))
+    net.initialize(mx.init.Xavier())
+    ce = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.01, "momentum": 0.9})
+    x = nd.random.uniform(shape=(256, 784))
+    y = nd.array(np.random.randint(0, 10, (256,)))
+    steps = 20 if q else 60
+
+    def step():
+        with autograd.record():
+            loss = ce(net(x), y)
+        loss.backward()
+        trainer.step(256)
+
+    for _ in range(5):
+        step()
+    nd.waitall()
+    t = time.perf_counter()
+    for _ in range(steps):
+        step()
+    nd.waitall()
+    return steps * 256 / (time.perf_counter() - t)
+
+
+def mlp_train_jax(q):
+    """The same MLP step in JAX (jitted, optax SGD with momentum)."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    k = jax.random.PRNGKey(0)
+    ks = jax.random.split(k, 3)
+    sizes = [(784, 512), (512, 512), (512, 10)]
+    params = [(jax.random.normal(kk, s) * (2.0 / sum(s)) ** 0.5, jnp.zeros(s[1]))
+              for kk, s in zip(ks, sizes)]
+    opt = optax.sgd(0.01, momentum=0.9)
+    state = opt.init(params)
+    x = jnp.asarray(np.random.rand(256, 784).astype(np.float32))
+    y = jnp.asarray(np.random.randint(0, 10, (256,)))
+
+    def loss_fn(p):
+        h = x
+        for i, (w, b) in enumerate(p):
+            h = h @ w + b
+            if i < 2:
+                h = jax.nn.relu(h)
+        return optax.softmax_cross_entropy_with_integer_labels(h, y).mean()
+
+    @jax.jit
+    def step(p, s):
+        g = jax.grad(loss_fn)(p)
+        u, s = opt.update(g, s, p)
+        return optax.apply_updates(p, u), s
+
+    for _ in range(5):
+        params, state = step(params, state)
+    jax.block_until_ready(params)
+    steps = 20 if q else 60
+    t = time.perf_counter()
+    for _ in range(steps):
+        params, state = step(params, state)
+    jax.block_until_ready(params)
+    return steps * 256 / (time.perf_counter() - t)
+
+
 def seed_loop(mx, nd, gluon, autograd, epochs, workers):
     """The seed's loop, `epochs` epochs, reading the loss one step late; samples/s."""
     net = gluon.nn.Dense(10)
@@ -183,6 +255,10 @@ def seed_loop(mx, nd, gluon, autograd, epochs, workers):
 
 
 def run_backend(backend, q, epochs):
+    if backend == "jax":
+        r = bench_jax(q)
+        r["mlp_sps"] = mlp_train_jax(q)
+        return r
     if backend == "mxnet":
         import mxnet as mx
         from mxnet import autograd, gluon, nd
@@ -193,6 +269,7 @@ def run_backend(backend, q, epochs):
         from ferromx import autograd, gluon, nd
 
         r = bench_nd(nd, mx, q, "ferromx")
+    r["mlp_sps"] = mlp_train(mx, nd, gluon, autograd, q)
     r["seed_w0_sps"] = seed_loop(mx, nd, gluon, autograd, epochs, 0)
     r["seed_w2_sps"] = seed_loop(mx, nd, gluon, autograd, epochs, 2)
     r["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -208,6 +285,7 @@ ROWS = [
     ("chain16m_ms", "exp(x*2+y)-1, 16M float32 (ms)", "lower"),
     ("sum1m_us", "sum of 1M float32 (µs)", "lower"),
     ("copyout4mb_us", "copy-out of a ready 4 MB array (µs)", "lower"),
+    ("mlp_sps", "MLP 784-512-512-10 training, batch 256 (samples/s)", "higher"),
     ("seed_w0_sps", "seed loop, num_workers=0 (samples/s)", "higher"),
     ("seed_w2_sps", "seed loop, num_workers=2 (samples/s)", "higher"),
     ("peak_rss_mb", "peak RSS of the process (MB)", "lower"),
@@ -220,6 +298,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--epochs", type=int, default=100)
     ap.add_argument("--json", default=None)
+    ap.add_argument("--baseline", default=os.environ.get("FERROMX_BASELINE_PYTHON"))
     args = ap.parse_args()
     if args.backend:
         print(json.dumps(run_backend(args.backend, args.quick, args.epochs)))
@@ -227,24 +306,34 @@ def main():
     results = {"ferromx": run_backend("ferromx", args.quick, args.epochs)}
     results["numpy"] = bench_numpy(args.quick)
     mxpy = os.environ.get("MXNET_PYTHON") or os.path.join(ROOT, ".venv-mx", "bin", "python")
-    if os.path.exists(mxpy):
-        p = subprocess.run([mxpy, __file__, "--backend", "mxnet", "--epochs", str(args.epochs)]
+    jaxpy = os.environ.get("JAX_PYTHON") or os.path.join(ROOT, ".venv-jax", "bin", "python")
+    others = [("mxnet", mxpy, "mxnet"), ("jax", jaxpy, "jax")]
+    if args.baseline:
+        others.insert(0, ("base", args.baseline, "ferromx"))
+    for col, py, backend in others:
+        if not os.path.exists(py):
+            continue
+        env = dict(os.environ, PYTHONPATH="") if col == "base" else None
+        p = subprocess.run([py, __file__, "--backend", backend, "--epochs", str(args.epochs)]
                            + (["--quick"] if args.quick else []),
-                           capture_output=True, text=True, timeout=1800)
+                           capture_output=True, text=True, timeout=1800, env=env,
+                           cwd="/" if col == "base" else None)
         if p.returncode == 0:
-            results["mxnet"] = json.loads(p.stdout.strip().splitlines()[-1])
+            results[col] = json.loads(p.stdout.strip().splitlines()[-1])
         else:
-            print("MXNet run failed:", p.stderr[-500:], file=sys.stderr)
-    try:
-        results["jax"] = bench_jax(args.quick)
-    except ImportError:
-        pass
-    cols = [c for c in ("ferromx", "numpy", "mxnet", "jax") if c in results]
-    print(f"{'benchmark':<48}" + "".join(f"{c:>12}" for c in cols) + f"{'vs numpy':>10}"
-          + (f"{'vs mxnet':>10}" if "mxnet" in results else ""))
+            print(f"{col} run failed:", p.stderr[-500:], file=sys.stderr)
+    if "jax" not in results:
+        try:
+            results["jax"] = bench_jax(args.quick)
+        except ImportError:
+            pass
+    cols = [c for c in ("ferromx", "base", "numpy", "mxnet", "jax") if c in results]
+    vs = [c for c in ("base", "numpy", "mxnet", "jax") if c in results]
+    print(f"{'benchmark':<52}" + "".join(f"{c:>12}" for c in cols)
+          + "".join(f"{'vs ' + c:>10}" for c in vs))
     for key, label, better in ROWS:
         vals = [results[c].get(key) for c in cols]
-        line = f"{label:<48}" + "".join(f"{v:>12.3f}" if v is not None else f"{'-':>12}" for v in vals)
+        line = f"{label:<52}" + "".join(f"{v:>12.3f}" if v is not None else f"{'-':>12}" for v in vals)
 
         def ratio(other):
             f, o = results["ferromx"].get(key), results.get(other, {}).get(key)
@@ -253,7 +342,7 @@ def main():
             x = (o / f) if better == "lower" else (f / o)
             return f"{x:>9.2f}x"
 
-        line += ratio("numpy") + (ratio("mxnet") if "mxnet" in results else "")
+        line += "".join(ratio(c) for c in vs)
         print(line)
     print("(ratios: how many times better ferromx is; >1 means ferromx wins)")
     if args.json:

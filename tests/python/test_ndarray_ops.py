@@ -43,6 +43,7 @@ UNARY = {
     "sqrt": (np.sqrt, (0.01, 10)),
     "rsqrt": (lambda x: 1 / np.sqrt(x), (0.1, 10)),
     "cbrt": (np.cbrt, (-10, 10)),
+    "rcbrt": (lambda x: 1.0 / np.cbrt(x), (0.5, 10)),
     "exp": (np.exp, (-5, 5)),
     "expm1": (np.expm1, (-2, 2)),
     "log": (np.log, (0.01, 10)),

@@ -59,6 +59,7 @@ pub(crate) fn float_kernel<T: Float + Arith>(op: UnaryOp, x: &[T], o: &mut [T]) 
         Sqrt => map1(x, o, |v| v.sqrt()),
         Rsqrt => map1(x, o, |v| one / v.sqrt()),
         Cbrt => map1(x, o, |v| v.cbrt()),
+        Rcbrt => map1(x, o, |v| one / v.cbrt()),
         Exp => map1(x, o, |v| v.exp()),
         Expm1 => map1(x, o, |v| v.exp_m1()),
         Log => map1(x, o, |v| v.ln()),

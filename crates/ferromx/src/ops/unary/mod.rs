@@ -67,6 +67,7 @@ pub enum UnaryOp {
     LogicalNot,
     Degrees,
     Radians,
+    Rcbrt,
 }
 
 impl UnaryOp {
@@ -196,6 +197,8 @@ unary! {
         "Radians to degrees, elementwise.";
     "radians" Radians ["radians", "deg2rad"] true Some(&C(std::f64::consts::PI / 180.0)), R,
         "Degrees to radians, elementwise.";
+    "rcbrt" Rcbrt [] true Some(&B(BinOp::Mul, &B(BinOp::Div, &Y, &X), &C(-1.0 / 3.0))), R,
+        "Reciprocal cube root `1/cbrt(x)`, elementwise.";
 }
 
 /// The result dtype of `op` on `dt`, or the error for a dtype it does not take.
