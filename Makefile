@@ -40,4 +40,5 @@ bench-py: build
 
 lint:
 	cargo fmt --all -- --check
-	cargo clippy --workspace --all-targets -- -D warnings
+	cargo clippy --workspace --all-targets -- -D warnings -W clippy::undocumented_unsafe_blocks
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace -q

@@ -15,6 +15,7 @@
 //! * `FERROMX_ENGINE_TYPE=NaiveEngine` runs every op on the pushing thread.
 //! * Listeners receive op, wait, var and counter events; with no listener the
 //!   cost is one relaxed atomic load per hook.
+#![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 mod config;

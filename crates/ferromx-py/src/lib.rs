@@ -1,6 +1,7 @@
 //! PyO3 bindings of ferromx: argument conversion, GIL release, exceptions.
 //! Everything else lives in the `ferromx` crate or the Python package.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
 mod convert;
 mod glue;
 mod ndarray;

@@ -10,6 +10,7 @@
 //! [`opdef`] (every operator defined once, as data: the table frontends
 //! generate their functions from), [`registry`] (the former name of the
 //! table's lookup, kept for the Rust API).
+#![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 pub mod autograd;

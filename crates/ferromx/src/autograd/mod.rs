@@ -1,7 +1,7 @@
 //! Autograd: a tape recorded inside `record()`, replayed backwards by pushing
 //! gradient operators to the engine like any others.
 //!
-//! Each recorded operation becomes a [`Node`] holding the autograd entries of
+//! Each recorded operation becomes a `Node` holding the autograd entries of
 //! its inputs and a backward closure written in terms of ordinary NDArray
 //! operators. Outputs point at their node through their `AgState`. Variables
 //! (arrays with `attach_grad`) get a leaf node that points back at the array

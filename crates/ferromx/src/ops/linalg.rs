@@ -89,8 +89,8 @@ fn naive_mm<T: Elem>(m: usize, n: usize, k: usize, dst: &mut [T], a: &[T], ta: b
 }
 
 /// MXNet `dot`: N-d arrays are flattened to matrices around the contracted axis:
-/// `a` to (prod(a[:-1]), a[-1]) (or (a[0], prod(a[1:])) with `transpose_a`), and
-/// `b` to (b[0], prod(b[1:])) (or (prod(b[:-1]), b[-1]) with `transpose_b`).
+/// `a` to `(prod(a[:-1]), a[-1])` (or `(a[0], prod(a[1:]))` with `transpose_a`), and
+/// `b` to `(b[0], prod(b[1:]))` (or `(prod(b[:-1]), b[-1])` with `transpose_b`).
 pub fn dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Result<NDArray> {
     let name = "dot";
     check_ctx(name, a, b)?;

@@ -129,6 +129,7 @@ fn internal(msg: &str) -> OpFailure {
     OpFailure::new(crate::engine::ErrorKind::Runtime, msg.to_string())
 }
 
+#[allow(clippy::bool_comparison)]
 /// Kernel of the broadcasting operators: output 0 = op(input 0, input 1),
 /// inputs read through broadcast strides of the output's shape.
 pub(crate) fn run_broadcast(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
@@ -145,6 +146,7 @@ pub(crate) fn run_broadcast(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> 
 }
 
 /// Kernel of the scalar operators: output 0 = op(input 0, s) (or op(s, input 0)).
+#[allow(clippy::bool_comparison)] // the comparisons are generic over T, bool among them
 pub(crate) fn run_scalar(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
     let Some(ScalarForm::Scalar(op, reverse)) = call.def.scalar else { return Err(internal("not a scalar operator")) };
     let s = call.nums.first().copied().ok_or_else(|| internal("scalar operator without its scalar"))?;

@@ -17,7 +17,7 @@ use crate::storage::{push_kernel, Kernel};
 use crate::with_dtype;
 use ferromx_engine::{ErrorKind, OpFailure};
 
-/// Marks a `None` entry in the `begin`/`end`/`step` tuples of [`slice`].
+/// Marks a `None` entry in the `begin`/`end`/`step` tuples of [`slice()`].
 ///
 /// `Attr::Ints` cannot hold Python's `None`, so frontends pass `None` entries
 /// of those tuples as `i64::MIN`.

@@ -235,7 +235,8 @@ pub fn unary(op: UnaryOp, x: &NDArray) -> Result<NDArray> {
             &[&x],
             &[&out],
             Box::new(move |g| {
-                let args = GradArgs { def, inputs: &[xc.clone()], outputs: &[oc.clone()], out_grads: g, nums: &[] };
+                let (inputs, outputs) = (std::slice::from_ref(&xc), std::slice::from_ref(&oc));
+                let args = GradArgs { def, inputs, outputs, out_grads: g, nums: &[] };
                 match &def.grad {
                     Grad::Fn(f) => f(&args),
                     Grad::None(why) => Err(Error::value(def.name, format!("not differentiable: {why}"))),
