@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.deps-installed
 export CARGO_TERM_COLOR := never
 
-.PHONY: demo test build venv rust-test py-test bench bench-py lint
+.PHONY: demo test build venv rust-test py-test bench bench-py lint stubs
 
 $(STAMP):
 	command -v cargo >/dev/null || { echo "cargo (Rust) is required"; exit 1; }
@@ -42,3 +42,7 @@ lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings -W clippy::undocumented_unsafe_blocks
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace -q
+
+# Regenerates the stubs of the table-generated functions and fluent methods.
+stubs: build
+	$(PY) -m ferromx._op_gen

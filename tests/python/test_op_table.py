@@ -51,9 +51,11 @@ def _stub_functions():
     return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
-def test_stub_is_current():
+def test_stubs_are_current():
     with open(_op_gen.STUB_PATH) as f:
         assert f.read() == _op_gen.stub_text(), "run: python -m ferromx._op_gen"
+    with open(_op_gen.NATIVE_STUB_PATH) as f:
+        assert f.read() == _op_gen.native_stub_text(), "run: python -m ferromx._op_gen"
 
 
 def test_stub_matches_runtime_signatures():

@@ -4,7 +4,7 @@ use super::{KernelSlot, OpDef};
 use crate::engine::OpFailure;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::storage::{push_kernel, Kernel, View};
+use crate::storage::{push_op_call, Kernel, View};
 use smallvec::SmallVec;
 
 /// A kernel: runs one call with typed access to its inputs and outputs.
@@ -58,7 +58,6 @@ pub fn push_call(call: OpCall) -> Result<()> {
             })
         }
     };
-    let (ins, outs) = (call.inputs.clone(), call.outputs.clone());
-    push_kernel(call.def.name, ins, outs, move |k| f(&call, k));
+    push_op_call(call, f);
     Ok(())
 }

@@ -76,19 +76,7 @@ pub fn astype(x: &NDArray, dtype: DType) -> Result<NDArray> {
     let src = x.dtype();
     let out = NDArray::empty(x.shape().clone(), dtype, x.ctx())?;
     if x.size() > 0 {
-        push_kernel("cast", vec![x.view()], vec![out.view()], move |k| {
-            with_dtype!(src, S, {
-                with_dtype!(dtype, D, {
-                    let (i, o) = (k.input::<S>(0), k.output::<D>(0));
-                    if src.is_float() || dtype.is_float() {
-                        par::map1(i, o, |v| D::from_f64(v.to_f64()));
-                    } else {
-                        par::map1(i, o, |v| D::from_i64(v.to_i64()));
-                    }
-                })
-            });
-            Ok(())
-        });
+        push_call(OpCall::new(&DEFS[0], &[x], &[&out]))?;
     }
     if dtype.is_float() && needs_record(&[x]) {
         record("cast", &[x], &[&out], Box::new(move |g| Ok(vec![Some(astype(&g[0], src)?)])));
@@ -96,20 +84,47 @@ pub fn astype(x: &NDArray, dtype: DType) -> Result<NDArray> {
     Ok(out)
 }
 
+/// The kernel of `cast`: converts input 0 into output 0's dtype (C-style casts).
+fn cast_kernel(_c: &OpCall, k: &crate::storage::Kernel) -> std::result::Result<(), ferromx_engine::OpFailure> {
+    let (src, dst) = (k.in_dtype(0), k.out_dtype(0));
+    with_dtype!(src, S, {
+        with_dtype!(dst, D, {
+            let (i, o) = (k.input::<S>(0), k.output::<D>(0));
+            if src.is_float() || dst.is_float() {
+                par::map1(i, o, |v| D::from_f64(v.to_f64()));
+            } else {
+                par::map1(i, o, |v| D::from_i64(v.to_i64()));
+            }
+        })
+    });
+    Ok(())
+}
+
 /// A copy with new storage.
 pub fn copy(x: &NDArray) -> Result<NDArray> {
     let out = x.empty_like()?;
-    let dt = x.dtype();
     if x.size() > 0 {
-        push_kernel("_copy", vec![x.view()], vec![out.view()], move |k| {
-            with_dtype!(dt, T, k.output::<T>(0).copy_from_slice(k.input::<T>(0)));
-            Ok(())
-        });
+        push_call(OpCall::new(&DEFS[1], &[x], &[&out]))?;
     }
     if needs_record(&[x]) {
         record("_copy", &[x], &[&out], Box::new(|g| Ok(vec![Some(g[0].clone())])));
     }
     Ok(out)
+}
+
+/// The kernel of `_copy`.
+fn copy_kernel(_c: &OpCall, k: &crate::storage::Kernel) -> std::result::Result<(), ferromx_engine::OpFailure> {
+    with_dtype!(k.in_dtype(0), T, k.output::<T>(0).copy_from_slice(k.input::<T>(0)));
+    Ok(())
+}
+
+fn infer_same(_d: &OpDef, _a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    Ok(vec![ins[0].clone()])
+}
+
+fn infer_cast(d: &OpDef, a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let dtype = a.dtype(d.name, "dtype", DType::F32)?;
+    Ok(vec![Meta { dtype, ..ins[0].clone() }])
 }
 
 /// Writes `src` (broadcast and cast to `dst`'s shape and dtype) into `dst` in place.
@@ -228,7 +243,7 @@ pub fn copy_to_ctx(x: &NDArray, ctx: crate::Context) -> Result<NDArray> {
     Ok(out)
 }
 
-use crate::opdef::{one, param, Aliases, Example, OpDef, ParamKind as K};
+use crate::opdef::{one, param, push_call, Aliases, Example, KernelSlot, Meta, OpCall, OpDef, ParamKind as K};
 
 /// The copy and cast operators (this name shadows the families' `DEFS`,
 /// which the table reaches by their module paths).
@@ -240,6 +255,8 @@ pub static DEFS: &[OpDef] = &[
         params: &[param("dtype", K::DType, None, "The element type to cast to.")],
         doc: "A copy converted to `dtype` (C-style casts: floats truncate towards zero into ints).",
         forward: |i| one(astype(i.x(0)?, i.dtype("dtype", DType::F32)?)),
+        infer: Some(infer_cast),
+        cpu: KernelSlot::Call(cast_kernel),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "dtype='float64'", range: (0.5, 1.5) }),
         ..OpDef::BASE
     },
@@ -248,6 +265,8 @@ pub static DEFS: &[OpDef] = &[
         inputs: &["data"],
         doc: "A copy with new storage.",
         forward: |i| one(copy(i.x(0)?)),
+        infer: Some(infer_same),
+        cpu: KernelSlot::Call(copy_kernel),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "", range: (0.5, 1.5) }),
         ..OpDef::BASE
     },

@@ -14,5 +14,5 @@ pub use fanout::fanout;
 pub use gemm::{matmul, GemmElem};
 pub use pool::{pool_stats, release_pool, PoolStats};
 pub use raw::{call_site, set_call_site, Kernel};
-pub(crate) use raw::{push_copy_out, push_kernel, Chunk, View};
+pub(crate) use raw::{push_copy_out, push_kernel, push_op_call, Chunk, View};
 pub use simd::dispatch;

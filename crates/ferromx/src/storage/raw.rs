@@ -25,6 +25,7 @@ use super::backend::{backend_for, Backend};
 use crate::dtype::{DType, Elem};
 use crate::Context;
 use ferromx_engine::{Engine, Op, OpFailure, Var};
+use smallvec::SmallVec;
 use std::cell::Cell;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -193,6 +194,11 @@ impl<'a> Kernel<'a> {
         self.ins[i].dtype
     }
 
+    /// Dtype of output `i`.
+    pub fn out_dtype(&self, i: usize) -> DType {
+        self.outs[i].dtype
+    }
+
     /// Copies input `i`'s bytes to `dst`.
     ///
     /// # Safety
@@ -248,32 +254,67 @@ pub(crate) fn push_kernel(
     outs: Vec<View>,
     f: impl FnOnce(&Kernel) -> Result<(), OpFailure> + Send + 'static,
 ) {
-    for (i, o) in outs.iter().enumerate() {
-        let bad = ins.iter().any(|x| x.overlaps(o)) || outs[..i].iter().any(|x| x.overlaps(o));
-        assert!(!bad, "{name}: an output overlaps an input or another output (internal error)");
-    }
-    assert!(outs.len() <= 64, "{name}: too many outputs");
-    let device = outs.first().or(ins.first()).map(|v| v.chunk.ctx).unwrap_or_default();
-    let bytes: usize = outs.iter().map(|v| v.len * v.dtype.size()).sum();
-    let reads: Vec<Var> = ins.iter().map(|v| v.chunk.var.clone()).collect();
-    let writes: Vec<Var> = outs.iter().map(|v| v.chunk.var.clone()).collect();
-    let detail: Option<Arc<str>> = if Engine::global().has_listeners() {
-        let shapes: Vec<String> = ins.iter().map(|v| format!("{}{}", v.dtype, v.shape)).collect();
-        Some(Arc::from(format!("inputs: {}", shapes.join(", "))))
-    } else {
-        None
-    };
-    let op = Op::new(name, move || {
+    let meta = OpMeta::of(name, &ins, &outs);
+    Engine::global().push(meta.op(name, move || {
         let k = Kernel { ins: &ins, outs: &outs, taken: Cell::new(0) };
         f(&k)
-    })
-    .reads(&reads)
-    .writes(&writes)
-    .device(device)
-    .bytes(bytes as u64)
-    .detail(detail)
-    .label(call_site());
-    Engine::global().push(op);
+    }));
+}
+
+/// Pushes an operator call: the engine runs `f(&call, kernel)` with typed
+/// access to the call's own input and output views (no copy of them).
+pub(crate) fn push_op_call(call: crate::opdef::OpCall, f: crate::opdef::KernelFn) {
+    let name = call.def.name;
+    let meta = OpMeta::of(name, &call.inputs, &call.outputs);
+    Engine::global().push(meta.op(name, move || {
+        let k = Kernel { ins: &call.inputs, outs: &call.outputs, taken: Cell::new(0) };
+        f(&call, &k)
+    }));
+}
+
+/// What the engine needs to know of an op's views: vars, device, bytes and
+/// the profiler's detail (computed only when a profiler listens).
+struct OpMeta {
+    reads: SmallVec<[Var; 4]>,
+    writes: SmallVec<[Var; 2]>,
+    device: Context,
+    bytes: u64,
+    detail: Option<Arc<str>>,
+}
+
+impl OpMeta {
+    /// Checks that no output overlaps an input or another output.
+    fn of(name: &'static str, ins: &[View], outs: &[View]) -> OpMeta {
+        for (i, o) in outs.iter().enumerate() {
+            let bad = ins.iter().any(|x| x.overlaps(o)) || outs[..i].iter().any(|x| x.overlaps(o));
+            assert!(!bad, "{name}: an output overlaps an input or another output (internal error)");
+        }
+        assert!(outs.len() <= 64, "{name}: too many outputs");
+        let detail: Option<Arc<str>> = if Engine::global().has_listeners() {
+            let shapes: Vec<String> = ins.iter().map(|v| format!("{}{}", v.dtype, v.shape)).collect();
+            Some(Arc::from(format!("inputs: {}", shapes.join(", "))))
+        } else {
+            None
+        };
+        OpMeta {
+            reads: ins.iter().map(|v| v.chunk.var.clone()).collect(),
+            writes: outs.iter().map(|v| v.chunk.var.clone()).collect(),
+            device: outs.first().or(ins.first()).map(|v| v.chunk.ctx).unwrap_or_default(),
+            bytes: outs.iter().map(|v| (v.len * v.dtype.size()) as u64).sum(),
+            detail,
+        }
+    }
+
+    /// The engine op running `run`.
+    fn op(self, name: &'static str, run: impl FnOnce() -> Result<(), OpFailure> + Send + 'static) -> Op {
+        Op::new(name, run)
+            .reads(&self.reads)
+            .writes(&self.writes)
+            .device(self.device)
+            .bytes(self.bytes)
+            .detail(self.detail)
+            .label(call_site())
+    }
 }
 
 /// Pushes an op that copies `view` into caller memory at `dst`, keeping

@@ -1,19 +1,21 @@
 //! Selection and rearrangement operators: take, pick, one_hot, where,
 //! gather_nd/scatter_nd, slice, slice_like, tile, repeat, flip, moveaxis,
 //! diag; and NumPy-style indexing (`x[key]`, `x[key] = v`) in `indexing.rs`.
-//! Definitions here; the operators' functions in `gather.rs` and
-//! `../shape/layout.rs` (still [`KernelSlot::Inline`] definitions).
+//! Definitions here; the operators' functions in `select.rs` and `gather.rs`
+//! (still [`KernelSlot::Inline`] definitions).
 //!
 //! [`KernelSlot::Inline`]: crate::opdef::KernelSlot::Inline
 
 mod gather;
 pub mod indexing;
+mod select;
 
 pub use gather::*;
 pub use indexing::Idx;
+pub use select::*;
 
 use crate::opdef::{one, param, Aliases, Example, Grad, OpDef, ParamKind as K};
-use crate::ops::{self, IndexMode};
+use crate::ops;
 
 const FLUENT: Aliases = Aliases { nd: &[], np: &[], npx: &[], fluent: true };
 const INDICES: Grad = Grad::Recorded;
