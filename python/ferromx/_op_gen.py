@@ -6,8 +6,8 @@ one needs no Python edit.
 """
 
 import inspect
-import operator
 import math
+import operator
 import os
 
 import numpy as _onp
@@ -97,7 +97,7 @@ def signature(d):
 def _eval_default(default):
     if default is None:
         return None
-    return eval(default, {"__builtins__": {}})  # noqa: S307 - literals from our own table
+    return eval(default, {"__builtins__": {}})
 
 
 def make_op(d, public, env):
@@ -113,7 +113,7 @@ def make_op(d, public, env):
     has_ctx, has_dtype = "ctx" in attrs, "dtype" in attrs
     ctx_str, dtype_name = env.ctx_str, env.dtype_name
 
-    def fn(*args, out=None, name=None, **kwargs):  # noqa: ARG001 - `name` as in MXNet
+    def fn(*args, out=None, name=None, **kwargs):
         if variadic:
             if args and isinstance(args[0], (list, tuple)):
                 ins, rest = list(args[0]), args[1:]
@@ -152,7 +152,7 @@ def make_ufunc(d, public, env):
     np_name = d["np"][0] if d["np"] else None
     invoke, finish, NDArray, array = env.invoke, env.finish, env.NDArray, env.array
 
-    def fn(lhs, rhs, out=None, name=None):  # noqa: ARG001
+    def fn(lhs, rhs, out=None, name=None):
         if isinstance(lhs, NDArray):
             if isinstance(rhs, NDArray):
                 return finish(invoke(op, [lhs, rhs]), out)
@@ -261,8 +261,8 @@ def _method_stub(name, fn):
 def fluent_stub_block():
     """The NDArray fluent-method stubs in ``_native.pyi`` (signatures of the ``nd``
     functions they call, minus the array)."""
-    from .ndarray import _fluent
     from . import ndarray as nd
+    from .ndarray import _fluent
 
     names = sorted(set(fluent_names() + _fluent._PY_FLUENT) - {"reshape"})
     lines = [_method_stub(n, getattr(nd, n)) for n in names if hasattr(nd, n)]

@@ -87,9 +87,9 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
          train_mode=True):  # noqa: F811
-    """Gradients of ``heads`` with respect to ``variables`` (returned, not stored)."""
+    """Gradients of ``heads`` with respect to ``variables`` (returned, not stored): a list
+    with one gradient per variable, also for a single variable (as MXNet returns)."""
     heads = _as_list(heads)
-    single = isinstance(variables, NDArray)
     variables = _as_list(variables)
     hg = _as_list(head_grads) or [None] * len(heads)
     if retain_graph is None:
@@ -97,8 +97,7 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     res = _native.backward(heads, hg, retain_graph, create_graph, train_mode, variables)
     from .ndarray import zeros_like
 
-    res = [r if r is not None else zeros_like(v) for r, v in zip(res, variables)]
-    return res[0] if single else res
+    return [r if r is not None else zeros_like(v) for r, v in zip(res, variables)]
 
 
 def mark_variables(variables, gradients, grad_reqs="write"):

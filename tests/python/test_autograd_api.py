@@ -42,7 +42,7 @@ def test_grad_create_graph_second_derivative():
     x = _var([1.0, -2.0, 3.0])
     with autograd.record():
         y = x**3
-        dy = autograd.grad(y, x, create_graph=True)  # 3x^2, itself recorded
+        dy = autograd.grad(y, x, create_graph=True)[0]  # 3x^2, itself recorded (a list, as MXNet)
     assert_allclose(dy.asnumpy(), 3 * x.asnumpy() ** 2)
     dy.backward()
     assert_allclose(x.grad.asnumpy(), 6 * x.asnumpy())
@@ -53,6 +53,10 @@ def test_grad_returns_gradients_without_touching_dot_grad():
     with autograd.record():
         y = (x * w).sum()
     gx, gw = autograd.grad(y, [x, w])
+    with autograd.record():
+        y2 = (x * w).sum()
+    (only,) = autograd.grad(y2, x)  # one variable: still a list of one
+    assert_allclose(only.asnumpy(), [3.0, -1.0])
     assert_allclose(gx.asnumpy(), [3.0, -1.0])
     assert_allclose(gw.asnumpy(), [1.0, 2.0])
     assert_allclose(x.grad.asnumpy(), [0.0, 0.0])

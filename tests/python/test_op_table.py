@@ -5,10 +5,9 @@ differences) or an explicit "not differentiable" mark; and the stubs are current
 import ast
 import inspect
 
+import ferromx as mx
 import numpy as np
 import pytest
-
-import ferromx as mx
 from ferromx import _native, _op_gen, autograd, nd
 from ferromx.ndarray import _op as generated
 
@@ -47,7 +46,8 @@ def test_docstrings_list_mxnet_parameters():
 
 
 def _stub_functions():
-    tree = ast.parse(open(_op_gen.STUB_PATH).read())
+    with open(_op_gen.STUB_PATH) as f:
+        tree = ast.parse(f.read())
     return {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
 
 
@@ -72,7 +72,7 @@ def test_stub_matches_runtime_signatures():
 
 
 def _kwargs(text):
-    return eval(f"dict({text})", {"__builtins__": {"dict": dict}})  # noqa: S307
+    return eval(f"dict({text})", {"__builtins__": {"dict": dict}})
 
 
 def _example_inputs(d, rng, dtype="float64"):

@@ -21,7 +21,13 @@ pub struct PyND {
 }
 
 /// Wraps a result.
+///
+/// Under `FERROMX_ENGINE_TYPE=NaiveEngine` the op that produced `a` has already run
+/// on this thread, so its failure is raised here, at the line that pushed it.
 pub fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Py<PyND>> {
+    if Engine::global().is_naive() {
+        a.wait_to_read().map_err(crate::convert::to_py_err)?;
+    }
     Py::new(py, PyND { a })
 }
 

@@ -50,18 +50,20 @@ for _d in _op_gen.TABLE:  # operators that write their first input (the weight) 
 # ----------------------------------------------------------------------------- creation
 
 
-def zeros(shape, ctx=None, dtype=None, **kwargs):
-    """Zeros of ``shape``."""
-    return invoke(
+def zeros(shape, ctx=None, dtype=None, out=None, **kwargs):
+    """Zeros of ``shape`` (written into ``out`` when given, as MXNet's ``out=``)."""
+    res = invoke(
         "_zeros", [], shape=_shape_arg("zeros", shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype)
     )
+    return _finish(res, out)
 
 
-def ones(shape, ctx=None, dtype=None, **kwargs):
-    """Ones of ``shape``."""
-    return invoke(
+def ones(shape, ctx=None, dtype=None, out=None, **kwargs):
+    """Ones of ``shape`` (written into ``out`` when given, as MXNet's ``out=``)."""
+    res = invoke(
         "_ones", [], shape=_shape_arg("ones", shape), ctx=_ctx_str(ctx), dtype=_dtype_name(dtype)
     )
+    return _finish(res, out)
 
 
 def full(shape, val, ctx=None, dtype=None, out=None):

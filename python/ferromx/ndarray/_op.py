@@ -3,7 +3,7 @@ one per operator and alias, with MXNet's parameters, docstrings and signatures."
 
 from .. import _op_gen
 from ..context import _ctx_str
-from .ndarray import NDArray, array, invoke, _dtype_name
+from .ndarray import NDArray, _dtype_name, array, invoke
 
 
 def finish(res, out):
@@ -32,4 +32,4 @@ class _Env:
 
 _FNS = _op_gen.build(_Env)
 globals().update(_FNS)
-__all__ = sorted(_FNS)
+__all__ = [*sorted(_FNS)]

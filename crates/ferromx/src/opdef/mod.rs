@@ -104,7 +104,7 @@ impl Meta {
 }
 
 /// Shape and dtype inference: parameters and input metadata to output metadata.
-pub type InferFn = fn(&OpDef, &Attrs, &[Meta]) -> Result<Vec<Meta>>;
+pub type InferFn = fn(&'static OpDef, &Attrs, &[Meta]) -> Result<Vec<Meta>>;
 /// The frontend entry of an operator: checks, allocates, pushes, records.
 pub type ForwardFn = fn(&Invocation<'_>) -> Result<Vec<NDArray>>;
 /// A gradient: given the call and the output gradients, the input gradients.
@@ -241,7 +241,11 @@ pub struct Invocation<'a> {
     pub attrs: &'a Attrs,
 }
 
-impl Invocation<'_> {
+impl<'a> Invocation<'a> {
+    /// Typed access to `attrs` with `def`'s defaults, without inputs (for inference).
+    pub fn params(def: &'static OpDef, attrs: &'a Attrs) -> Invocation<'a> {
+        Invocation { def, inputs: &[], attrs }
+    }
     /// The operator's name (for errors).
     pub fn name(&self) -> &'static str {
         self.def.name

@@ -122,7 +122,7 @@ pub fn eye(n: usize, m: Option<usize>, k: i64, dtype: DType, ctx: Context) -> Re
     Ok(out)
 }
 
-use crate::opdef::{one, param, Aliases, Grad, Invocation, OpDef, ParamDef, ParamKind as K};
+use crate::opdef::{one, param, Aliases, Grad, Invocation, Meta, OpDef, ParamDef, ParamKind as K};
 
 const CREATE: &[ParamDef] = &[
     param("shape", K::Shape, Some("()"), "Output shape."),
@@ -131,10 +131,22 @@ const CREATE: &[ParamDef] = &[
 ];
 const CONSTANT: Grad = Grad::None("creates a constant");
 
+/// `shape`, `dtype`, `ctx` attributes to the output's metadata.
+fn infer_create(def: &'static OpDef, a: &crate::opdef::Attrs, _ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    Ok(vec![Meta { shape: i.shape("shape")?, dtype: i.dtype("dtype", DType::F32)?, ctx: i.ctx("ctx")? }])
+}
+
+/// The `_like` forms: the input's metadata.
+fn infer_like(_def: &'static OpDef, _a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    Ok(vec![ins[0].clone()])
+}
+
 /// The creation operators.
 pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "_zeros",
+        infer: Some(infer_create),
         params: CREATE,
         doc: "An array of zeros.",
         forward: |i| one(zeros(i.shape("shape")?, i.dtype("dtype", DType::F32)?, i.ctx("ctx")?)),
@@ -143,6 +155,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "_ones",
+        infer: Some(infer_create),
         params: CREATE,
         doc: "An array of ones.",
         forward: |i| one(ones(i.shape("shape")?, i.dtype("dtype", DType::F32)?, i.ctx("ctx")?)),
@@ -151,6 +164,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "_full",
+        infer: Some(infer_create),
         params: &[
             param("shape", K::Shape, Some("()"), "Output shape."),
             param("value", K::Float, Some("0.0"), "The fill value."),
@@ -229,6 +243,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "zeros_like",
+        infer: Some(infer_like),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
         doc: "Zeros with the shape, dtype and context of `data`.",
@@ -238,6 +253,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "ones_like",
+        infer: Some(infer_like),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
         doc: "Ones with the shape, dtype and context of `data`.",
@@ -247,6 +263,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "full_like",
+        infer: Some(infer_like),
         inputs: &["data"],
         params: &[param("fill_value", K::Float, Some("0.0"), "The fill value.")],
         doc: "`fill_value` with the shape, dtype and context of `data`.",

@@ -4,10 +4,12 @@
 //! the next forward without any frontend wait.
 
 use crate::dtype::DType;
+use crate::engine::OpFailure;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
+use crate::opdef::{push_call, KernelSlot, Meta, OpCall};
 use crate::ops::par::chunked;
-use crate::storage::push_kernel;
+use crate::storage::Kernel;
 
 /// Hyper-parameters shared by all updates.
 #[derive(Clone, Copy, Debug)]
@@ -104,6 +106,71 @@ impl Update {
     }
 }
 
+impl Update {
+    /// The operator defining this update.
+    fn def(&self) -> &'static OpDef {
+        let i = match self {
+            Update::Sgd => 0,
+            Update::SgdMom { .. } => 1,
+            Update::Nag { .. } => 2,
+            Update::Adam { .. } => 3,
+            Update::RmsProp { .. } => 4,
+            Update::RmsPropAlex { .. } => 5,
+            Update::AdaGrad { .. } => 6,
+        };
+        &DEFS[i]
+    }
+
+    /// The call's numeric parameters in the definition's order: `lr`, this
+    /// update's own, then `wd`, `rescale_grad`, `clip_gradient`.
+    fn nums(&self, p: &UpdateParams) -> Vec<f64> {
+        let own: Vec<f64> = match *self {
+            Update::Sgd => vec![],
+            Update::SgdMom { momentum } | Update::Nag { momentum } => vec![momentum],
+            Update::Adam { beta1, beta2, epsilon } => vec![beta1, beta2, epsilon],
+            Update::RmsProp { gamma1, epsilon } => vec![gamma1, epsilon],
+            Update::RmsPropAlex { gamma1, gamma2, epsilon } => vec![gamma1, gamma2, epsilon],
+            Update::AdaGrad { epsilon } => vec![epsilon],
+        };
+        let mut v = vec![p.lr];
+        v.extend(own);
+        v.extend([p.wd, p.rescale_grad, p.clip_gradient]);
+        v
+    }
+}
+
+/// Splits a call's numbers into the shared parameters and the update's own.
+fn split(n: &[f64]) -> (UpdateParams, &[f64]) {
+    let k = n.len();
+    (UpdateParams { lr: n[0], wd: n[k - 3], rescale_grad: n[k - 2], clip_gradient: n[k - 1] }, &n[1..k - 3])
+}
+
+macro_rules! kernels {
+    ($( $f:ident => |$o:ident| $kind:expr; )*) => {
+        $(
+            fn $f(c: &OpCall, k: &Kernel) -> std::result::Result<(), OpFailure> {
+                let (p, $o) = split(&c.nums);
+                run($kind, p, k)
+            }
+        )*
+    };
+}
+
+kernels! {
+    sgd_kernel => |_o| Update::Sgd;
+    sgd_mom_kernel => |o| Update::SgdMom { momentum: o[0] };
+    nag_kernel => |o| Update::Nag { momentum: o[0] };
+    adam_kernel => |o| Update::Adam { beta1: o[0], beta2: o[1], epsilon: o[2] };
+    rmsprop_kernel => |o| Update::RmsProp { gamma1: o[0], epsilon: o[1] };
+    rmspropalex_kernel => |o| Update::RmsPropAlex { gamma1: o[0], gamma2: o[1], epsilon: o[2] };
+    adagrad_kernel => |o| Update::AdaGrad { epsilon: o[0] };
+}
+
+/// An update's result is its weight, updated in place.
+fn infer_update(_d: &'static OpDef, _a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    Ok(vec![ins[0].clone()])
+}
+
 /// Applies an update in place to `weight` and `states` using `grad`.
 pub fn update(kind: Update, weight: &NDArray, grad: &NDArray, states: &[&NDArray], p: UpdateParams) -> Result<()> {
     let name = kind.name();
@@ -125,75 +192,80 @@ pub fn update(kind: Update, weight: &NDArray, grad: &NDArray, states: &[&NDArray
     if weight.dtype() != DType::F32 {
         return Err(Error::dtype(name, format!("updates support float32 weights, got {}", weight.dtype())));
     }
-    let mut outs = vec![weight.view()];
-    outs.extend(states.iter().map(|s| s.view()));
-    push_kernel(name, vec![grad.view()], outs, move |k| {
-        let g = k.input::<f32>(0);
-        let w = k.output::<f32>(0);
-        let (lr, wd) = (p.lr as f32, p.wd as f32);
-        match kind {
-            Update::Sgd => chunked(w, 1 << 15, |s, w| {
-                for (wi, &gi) in w.iter_mut().zip(&g[s..]) {
-                    *wi -= lr * (p.grad(gi) + wd * *wi);
-                }
-            }),
-            Update::SgdMom { momentum } | Update::Nag { momentum } => {
-                let m = k.output::<f32>(1);
-                let mu = momentum as f32;
-                let nag = matches!(kind, Update::Nag { .. });
-                for i in 0..w.len() {
-                    let gi = p.grad(g[i]) + wd * w[i];
-                    if nag {
-                        m[i] = mu * m[i] + gi;
-                        w[i] -= lr * (gi + mu * m[i]);
-                    } else {
-                        m[i] = mu * m[i] - lr * gi;
-                        w[i] += m[i];
-                    }
-                }
+    let mut outs: Vec<&NDArray> = vec![weight];
+    outs.extend(states.iter().copied());
+    push_call(OpCall::new(kind.def(), &[grad], &outs).with_nums(&kind.nums(&p)))?;
+    Ok(())
+}
+
+/// Runs one update on the call's views: input 0 the gradient, output 0 the
+/// weight, outputs 1.. the states (all float32, checked at the push).
+fn run(kind: Update, p: UpdateParams, k: &Kernel) -> std::result::Result<(), OpFailure> {
+    let g = k.input::<f32>(0);
+    let w = k.output::<f32>(0);
+    let (lr, wd) = (p.lr as f32, p.wd as f32);
+    match kind {
+        Update::Sgd => chunked(w, 1 << 15, |s, w| {
+            for (wi, &gi) in w.iter_mut().zip(&g[s..]) {
+                *wi -= lr * (p.grad(gi) + wd * *wi);
             }
-            Update::Adam { beta1, beta2, epsilon } => {
-                let (m, v) = (k.output::<f32>(1), k.output::<f32>(2));
-                let (b1, b2, eps) = (beta1 as f32, beta2 as f32, epsilon as f32);
-                for i in 0..w.len() {
-                    let gi = p.grad(g[i]) + wd * w[i];
-                    m[i] = b1 * m[i] + (1.0 - b1) * gi;
-                    v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
-                    w[i] -= lr * m[i] / (v[i].sqrt() + eps);
-                }
-            }
-            Update::RmsProp { gamma1, epsilon } => {
-                let n = k.output::<f32>(1);
-                let (g1, eps) = (gamma1 as f32, epsilon as f32);
-                for i in 0..w.len() {
-                    let gi = p.grad(g[i]) + wd * w[i];
-                    n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
-                    w[i] -= lr * gi / (n[i] + eps).sqrt();
-                }
-            }
-            Update::RmsPropAlex { gamma1, gamma2, epsilon } => {
-                let (n, gm, d) = (k.output::<f32>(1), k.output::<f32>(2), k.output::<f32>(3));
-                let (g1, g2, eps) = (gamma1 as f32, gamma2 as f32, epsilon as f32);
-                for i in 0..w.len() {
-                    let gi = p.grad(g[i]) + wd * w[i];
-                    n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
-                    gm[i] = (1.0 - g1) * gi + g1 * gm[i];
-                    d[i] = g2 * d[i] - lr * gi / (n[i] - gm[i] * gm[i] + eps).sqrt();
-                    w[i] += d[i];
-                }
-            }
-            Update::AdaGrad { epsilon } => {
-                let h = k.output::<f32>(1);
-                let eps = epsilon as f32;
-                for i in 0..w.len() {
-                    let gi = p.grad(g[i]);
-                    h[i] += gi * gi;
-                    w[i] -= lr * (gi / (h[i] + eps).sqrt() + wd * w[i]);
+        }),
+        Update::SgdMom { momentum } | Update::Nag { momentum } => {
+            let m = k.output::<f32>(1);
+            let mu = momentum as f32;
+            let nag = matches!(kind, Update::Nag { .. });
+            for i in 0..w.len() {
+                let gi = p.grad(g[i]) + wd * w[i];
+                if nag {
+                    // MXNet's NAGMomKernel: the buffer holds the step, as for SGD.
+                    m[i] = mu * m[i] - lr * gi;
+                    w[i] += mu * m[i] - lr * gi;
+                } else {
+                    m[i] = mu * m[i] - lr * gi;
+                    w[i] += m[i];
                 }
             }
         }
-        Ok(())
-    });
+        Update::Adam { beta1, beta2, epsilon } => {
+            let (m, v) = (k.output::<f32>(1), k.output::<f32>(2));
+            let (b1, b2, eps) = (beta1 as f32, beta2 as f32, epsilon as f32);
+            for i in 0..w.len() {
+                let gi = p.grad(g[i]) + wd * w[i];
+                m[i] = b1 * m[i] + (1.0 - b1) * gi;
+                v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
+                w[i] -= lr * m[i] / (v[i].sqrt() + eps);
+            }
+        }
+        Update::RmsProp { gamma1, epsilon } => {
+            let n = k.output::<f32>(1);
+            let (g1, eps) = (gamma1 as f32, epsilon as f32);
+            for i in 0..w.len() {
+                let gi = p.grad(g[i]) + wd * w[i];
+                n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
+                w[i] -= lr * gi / (n[i] + eps).sqrt();
+            }
+        }
+        Update::RmsPropAlex { gamma1, gamma2, epsilon } => {
+            let (n, gm, d) = (k.output::<f32>(1), k.output::<f32>(2), k.output::<f32>(3));
+            let (g1, g2, eps) = (gamma1 as f32, gamma2 as f32, epsilon as f32);
+            for i in 0..w.len() {
+                let gi = p.grad(g[i]) + wd * w[i];
+                n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
+                gm[i] = (1.0 - g1) * gi + g1 * gm[i];
+                d[i] = g2 * d[i] - lr * gi / (n[i] - gm[i] * gm[i] + eps).sqrt();
+                w[i] += d[i];
+            }
+        }
+        Update::AdaGrad { epsilon } => {
+            let h = k.output::<f32>(1);
+            let eps = epsilon as f32;
+            for i in 0..w.len() {
+                let gi = p.grad(g[i]);
+                h[i] += gi * gi;
+                w[i] -= lr * (gi / (h[i] + eps).sqrt() + wd * w[i]);
+            }
+        }
+    }
     Ok(())
 }
 
@@ -233,7 +305,7 @@ fn forward_update(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
 }
 
 macro_rules! updates {
-    ($( $name:literal [$($inp:literal),*] [$($extra:expr),*] $mutates:expr, $doc:literal; )*) => {
+    ($( $name:literal $kernel:ident [$($inp:literal),*] [$($extra:expr),*] $mutates:expr, $doc:literal; )*) => {
         /// The optimizer updates.
         pub static DEFS: &[OpDef] = &[ $( OpDef {
             name: $name,
@@ -241,6 +313,8 @@ macro_rules! updates {
             params: &[COMMON[0], $($extra,)* COMMON[1], COMMON[2], COMMON[3]],
             doc: $doc,
             forward: forward_update,
+            infer: Some(infer_update),
+            cpu: KernelSlot::Call($kernel),
             grad: UPDATE,
             mutates: $mutates,
             ..OpDef::BASE
@@ -249,24 +323,24 @@ macro_rules! updates {
 }
 
 updates! {
-    "sgd_update" ["weight", "grad"] [] &[0], "SGD: `w -= lr * (clip(rescale_grad * g) + wd * w)`, in place.";
-    "sgd_mom_update" ["weight", "grad", "mom"] [MOMENTUM] &[0, 2], "SGD with momentum, in place.";
-    "nag_mom_update" ["weight", "grad", "mom"] [MOMENTUM] &[0, 2], "Nesterov momentum SGD, in place.";
-    "adam_update" ["weight", "grad", "mean", "var"] [
+    "sgd_update" sgd_kernel ["weight", "grad"] [] &[0], "SGD: `w -= lr * (clip(rescale_grad * g) + wd * w)`, in place.";
+    "sgd_mom_update" sgd_mom_kernel ["weight", "grad", "mom"] [MOMENTUM] &[0, 2], "SGD with momentum, in place.";
+    "nag_mom_update" nag_kernel ["weight", "grad", "mom"] [MOMENTUM] &[0, 2], "Nesterov momentum SGD, in place.";
+    "adam_update" adam_kernel ["weight", "grad", "mean", "var"] [
         param("beta1", K::Float, Some("0.9"), "Decay of the first moment."),
         param("beta2", K::Float, Some("0.999"), "Decay of the second moment."),
         param("epsilon", K::Float, Some("1e-08"), "Added to the denominator.")
     ] &[0, 2, 3], "Adam, in place (bias correction is the caller's, as in MXNet).";
-    "rmsprop_update" ["weight", "grad", "n"] [
+    "rmsprop_update" rmsprop_kernel ["weight", "grad", "n"] [
         param("gamma1", K::Float, Some("0.95"), "Decay of the squared-gradient average."),
         param("epsilon", K::Float, Some("1e-08"), "Added to the denominator.")
     ] &[0, 2], "RMSProp, in place.";
-    "rmspropalex_update" ["weight", "grad", "n", "g", "delta"] [
+    "rmspropalex_update" rmspropalex_kernel ["weight", "grad", "n", "g", "delta"] [
         param("gamma1", K::Float, Some("0.95"), "Decay of the squared-gradient average."),
         param("gamma2", K::Float, Some("0.9"), "Momentum of the update."),
         param("epsilon", K::Float, Some("1e-08"), "Added to the denominator.")
     ] &[0, 2, 3, 4], "Centered RMSProp (Graves), in place.";
-    "adagrad_update" ["weight", "grad", "history"] [
+    "adagrad_update" adagrad_kernel ["weight", "grad", "history"] [
         param("epsilon", K::Float, Some("1e-07"), "Added to the denominator.")
     ] &[0, 2], "AdaGrad, in place.";
 }

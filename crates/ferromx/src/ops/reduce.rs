@@ -402,7 +402,7 @@ pub fn norm(x: &NDArray, ord: u32, axes: Option<&[i64]>, keepdims: bool) -> Resu
     }
 }
 
-use crate::opdef::{one, param, Aliases, Example, Grad, Invocation, OpDef, ParamDef, ParamKind as K};
+use crate::opdef::{one, param, Aliases, Example, Grad, Invocation, Meta, OpDef, ParamDef, ParamKind as K};
 
 const REDUCE: &[ParamDef] = &[
     param("axis", K::Ints, Some("()"), "Axes to reduce over (negative counts from the end); () or None: all."),
@@ -410,6 +410,20 @@ const REDUCE: &[ParamDef] = &[
     param("exclude", K::Bool, Some("False"), "Reduce over the axes *not* listed."),
 ];
 const EX: Example = Example { shapes: &[&[2, 3, 2]], attrs: "axis=1", range: (0.5, 1.5) };
+
+fn infer_reduce(def: &'static OpDef, a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (i, x) = (Invocation::params(def, a), &ins[0]);
+    let axes = i.ints("axis")?.filter(|a| !a.is_empty());
+    let exclude = axes.is_some() && i.bool("exclude")?;
+    let ax = resolve_axes(def.name, x.shape.ndim(), axes.as_deref(), exclude)?;
+    let dtype = match (x.dtype, def.name) {
+        (DType::Bool, "mean") => DType::F32,
+        (DType::Bool, "max" | "min") => DType::Bool,
+        (DType::Bool, _) => DType::I64,
+        (dt, _) => dt,
+    };
+    Ok(vec![Meta { shape: out_shape(&x.shape, &ax, i.bool("keepdims")?), dtype, ctx: x.ctx }])
+}
 
 fn forward_reduce(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
     let op = match i.def.name {
@@ -437,6 +451,7 @@ macro_rules! reductions {
                 inputs: &["data"],
                 params: REDUCE,
                 doc: $doc,
+                infer: Some(infer_reduce),
                 forward: forward_reduce,
                 example: Some(EX),
                 ..OpDef::BASE

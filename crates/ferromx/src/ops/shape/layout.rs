@@ -119,20 +119,28 @@ pub fn reshape(x: &NDArray, spec: &[i64], reverse: bool) -> Result<NDArray> {
 
 /// Flattens to (d0, prod(rest)).
 pub fn flatten(x: &NDArray) -> Result<NDArray> {
-    if x.ndim() == 0 {
-        return reshape_to(x, Shape::new(&[1, 1]));
+    reshape_to(x, Shape::new(&flatten_dims(x.dims())))
+}
+
+/// The shape `flatten` gives: `(d0, d1*d2*...)`, `(1, 1)` for a 0-d array.
+pub fn flatten_dims(d: &[usize]) -> Vec<usize> {
+    match d.split_first() {
+        None => vec![1, 1],
+        Some((d0, rest)) => vec![*d0, rest.iter().product()],
     }
-    let d0 = x.dims()[0];
-    let rest: usize = x.dims()[1..].iter().product();
-    reshape_to(x, Shape::new(&[d0, rest]))
 }
 
 /// Inserts a size-1 axis.
 pub fn expand_dims(x: &NDArray, axis: i64) -> Result<NDArray> {
-    let ax = norm_axis("expand_dims", axis, x.ndim() + 1)?;
-    let mut d = x.dims().to_vec();
+    reshape_to(x, Shape::new(&expand_dims_dims(x.dims(), axis)?))
+}
+
+/// The shape `expand_dims` gives.
+pub fn expand_dims_dims(d: &[usize], axis: i64) -> Result<Vec<usize>> {
+    let ax = norm_axis("expand_dims", axis, d.len() + 1)?;
+    let mut d = d.to_vec();
     d.insert(ax, 1);
-    reshape_to(x, Shape::new(&d))
+    Ok(d)
 }
 
 /// Removes size-1 axes (all, or the given ones).

@@ -11,12 +11,31 @@ pub use layout::*;
 
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::opdef::{one, param, Aliases, Example, Invocation, OpDef, ParamDef, ParamKind as K};
+use crate::opdef::{one, param, Aliases, Example, Invocation, Meta, OpDef, ParamDef, ParamKind as K};
 use crate::ops;
 
 const FLUENT: Aliases = Aliases { nd: &[], np: &[], npx: &[], fluent: true };
 const EX23: Option<Example> = Some(Example { shapes: &[&[2, 3]], attrs: "", range: (0.5, 1.5) });
 const AXIS0: &[ParamDef] = &[param("axis", K::Int, Some("0"), "The axis.")];
+
+fn meta(x: &Meta, dims: Vec<usize>) -> Vec<Meta> {
+    vec![Meta { shape: crate::Shape::new(&dims), dtype: x.dtype, ctx: x.ctx }]
+}
+
+fn infer_reshape_op(def: &'static OpDef, a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let spec = i.ints("shape")?.unwrap_or_default();
+    Ok(meta(&ins[0], infer_reshape(ins[0].shape.dims(), &spec, i.bool("reverse")?)?))
+}
+
+fn infer_flatten(_d: &'static OpDef, _a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    Ok(meta(&ins[0], flatten_dims(ins[0].shape.dims())))
+}
+
+fn infer_expand_dims(def: &'static OpDef, a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let axis = Invocation::params(def, a).i64("axis")?;
+    Ok(meta(&ins[0], expand_dims_dims(ins[0].shape.dims(), axis)?))
+}
 
 /// The shape operators.
 pub static DEFS: &[OpDef] = &[
@@ -29,6 +48,7 @@ pub static DEFS: &[OpDef] = &[
             param("reverse", K::Bool, Some("False"), "Apply the codes from the right."),
         ],
         doc: "A view of `data` with a new shape (MXNet's special codes apply).",
+        infer: Some(infer_reshape_op),
         forward: |i| one(reshape(i.x(0)?, &i.ints("shape")?.unwrap_or_default(), i.bool("reverse")?)),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "shape=(3, 2)", range: (0.5, 1.5) }),
         ..OpDef::BASE
@@ -56,6 +76,7 @@ pub static DEFS: &[OpDef] = &[
         aliases: Aliases { nd: &["Flatten"], np: &[], npx: &["batch_flatten"], fluent: true },
         inputs: &["data"],
         doc: "Collapses all axes but the first: shape (d0, d1*d2*...).",
+        infer: Some(infer_flatten),
         forward: |i| one(flatten(i.x(0)?)),
         example: Some(Example { shapes: &[&[2, 3, 2]], attrs: "", range: (0.5, 1.5) }),
         ..OpDef::BASE
@@ -66,6 +87,7 @@ pub static DEFS: &[OpDef] = &[
         inputs: &["data"],
         params: &[param("axis", K::Int, None, "Position of the new axis.")],
         doc: "Inserts an axis of size 1 at `axis`.",
+        infer: Some(infer_expand_dims),
         forward: |i| one(expand_dims(i.x(0)?, i.i64("axis")?)),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "axis=1", range: (0.5, 1.5) }),
         ..OpDef::BASE
