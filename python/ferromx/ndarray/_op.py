@@ -32,4 +32,4 @@ class _Env:
 
 _FNS = _op_gen.build(_Env)
 globals().update(_FNS)
-__all__ = [*sorted(_FNS)]
+__all__ = sorted(_FNS)  # noqa: PLE0605 - names generated from the table
