@@ -5,8 +5,6 @@ With parameters on several contexts, :meth:`Trainer.allreduce_grads` sums the gr
 across them (engine copies and adds); with one context it does nothing.
 """
 
-import os
-import tempfile
 
 from .. import optimizer as opt
 from ..base import MXNetError
@@ -43,26 +41,6 @@ def _mark_grad_stale(arr):
 
 def _same_contexts(a, b):
     return len(a) == len(b) and all(x == y for x, y in zip(a, b))
-
-
-def _atomic_write_bytes(filename, data):
-    filename = os.fspath(filename)
-    directory = os.path.dirname(os.path.abspath(filename))
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{os.path.basename(filename)}.", suffix=".tmp", dir=directory
-    )
-    try:
-        with os.fdopen(fd, "wb") as fobj:
-            fobj.write(data)
-            fobj.flush()
-            os.fsync(fobj.fileno())
-        os.replace(tmp, filename)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
 
 
 class Trainer:
@@ -246,7 +224,9 @@ class Trainer:
     def save_states(self, fname):
         """Save optimizer states (momentum ...) and the optimizer to ``fname`` (atomically)."""
         updater = self._get_updaters()[0]
-        _atomic_write_bytes(fname, updater.get_states(dump_optimizer=True))
+        from ..serialization import atomic_write
+
+        atomic_write(fname, updater.get_states(dump_optimizer=True))
 
     def load_states(self, fname):
         """Load states written by :meth:`save_states` or by MXNet 1.9.1's
