@@ -52,10 +52,6 @@ def nd_names(d):
     return own + list(d["nd"])
 
 
-def _py_default(default):
-    return "None" if default is None else default
-
-
 def docstring(d, public):
     """MXNet-style docstring: description, parameters with types and defaults, returns."""
     lines = [d["doc"], "", "Parameters", "----------"]
@@ -199,7 +195,7 @@ from .ndarray import NDArray
 '''
 
 
-def _stub_param(name, typ, default, kw_only_started):
+def _stub_param(name, typ, default):
     d = "None" if default is None else default
     t = typ if default not in (None, "None") else f"Optional[{typ}]"
     return f"{name}: {t} = {d}"
@@ -222,7 +218,7 @@ def stub_text():
                 ps.append(f"*{i[1:]}: NDArray" if i.startswith("*") else
                           f"{i}: Optional[NDArray] = None")
             for name, typ, default, _doc in d["params"]:
-                ps.append(_stub_param(name, typ, default, variadic))
+                ps.append(_stub_param(name, typ, default))
             if not variadic:
                 ps.append("*")
             ps += ["out: Optional[NDArray] = None", "name: Optional[str] = None"]
