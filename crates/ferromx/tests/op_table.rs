@@ -82,3 +82,14 @@ fn a_context_without_a_backend_fails_in_rust() {
     let e = opdef::invoke("_zeros", &[], &a).map(|_| ()).expect_err("no gpu backend").to_string();
     assert!(e.contains("zeros") && e.contains("gpu(0)"), "{e}");
 }
+
+#[test]
+fn fill_operators_are_where_their_functions_expect_them() {
+    let names: Vec<&str> = ferromx::ops::creation::DEFS.iter().map(|d| d.name).collect();
+    assert_eq!([names[0], names[1], names[2]], ["_zeros", "_ones", "_full"]);
+    assert_eq!([names[6], names[7], names[8]], ["zeros_like", "ones_like", "full_like"]);
+    let x = ferromx::ops::full(Shape::new(&[3]), 2.5, DType::I32, Context::default()).unwrap();
+    assert_eq!(x.to_vec::<i32>().unwrap(), [2, 2, 2]);
+    let z = ferromx::ops::ones_like(&x).unwrap();
+    assert_eq!(z.to_vec::<i32>().unwrap(), [1, 1, 1]);
+}

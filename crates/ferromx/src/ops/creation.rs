@@ -3,34 +3,52 @@
 use crate::dtype::{DType, Elem};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::ops::fill_new;
 use crate::shape::Shape;
 use crate::storage::push_kernel;
 use crate::{with_dtype, with_float_dtype, Context};
 
 /// Zeros.
 pub fn zeros(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<NDArray> {
-    fill_new(shape.into(), 0.0, dtype, ctx)
+    fill_new(&DEFS[0], shape.into(), 0.0, dtype, ctx)
 }
 /// Ones.
 pub fn ones(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<NDArray> {
-    fill_new(shape.into(), 1.0, dtype, ctx)
+    fill_new(&DEFS[1], shape.into(), 1.0, dtype, ctx)
 }
 /// Filled with `value`.
 pub fn full(shape: impl Into<Shape>, value: f64, dtype: DType, ctx: Context) -> Result<NDArray> {
-    fill_new(shape.into(), value, dtype, ctx)
+    fill_new(&DEFS[2], shape.into(), value, dtype, ctx)
 }
 /// Zeros like `x`.
 pub fn zeros_like(x: &NDArray) -> Result<NDArray> {
-    fill_new(x.shape().clone(), 0.0, x.dtype(), x.ctx())
+    fill_new(&DEFS[6], x.shape().clone(), 0.0, x.dtype(), x.ctx())
 }
 /// Ones like `x`.
 pub fn ones_like(x: &NDArray) -> Result<NDArray> {
-    fill_new(x.shape().clone(), 1.0, x.dtype(), x.ctx())
+    fill_new(&DEFS[7], x.shape().clone(), 1.0, x.dtype(), x.ctx())
 }
 /// `value` like `x` (MXNet lacks `full_like`; NumPy has it).
 pub fn full_like(x: &NDArray, value: f64) -> Result<NDArray> {
-    fill_new(x.shape().clone(), value, x.dtype(), x.ctx())
+    fill_new(&DEFS[8], x.shape().clone(), value, x.dtype(), x.ctx())
+}
+
+/// A new array of `def` (one of the fill operators) filled with `value`.
+fn fill_new(def: &'static OpDef, shape: Shape, value: f64, dtype: DType, ctx: Context) -> Result<NDArray> {
+    let out = NDArray::empty(shape, dtype, ctx)?;
+    if out.size() > 0 {
+        push_call(OpCall::new(def, &[], &[&out]).with_nums(&[value]))?;
+    }
+    Ok(out)
+}
+
+/// The kernel of the fill operators: output 0 everywhere `nums[0]` (the fill value).
+fn fill_kernel(c: &OpCall, k: &crate::storage::Kernel) -> std::result::Result<(), crate::engine::OpFailure> {
+    let value = c.nums.first().copied().unwrap_or(0.0);
+    with_dtype!(k.out_dtype(0), T, {
+        let v = T::from_f64(value);
+        crate::ops::par::chunked(k.output::<T>(0), 1 << 18, |_, c| c.fill(v));
+    });
+    Ok(())
 }
 
 /// `arange(start, stop, step)` with each value repeated `repeat` times (MXNet semantics).
@@ -122,7 +140,9 @@ pub fn eye(n: usize, m: Option<usize>, k: i64, dtype: DType, ctx: Context) -> Re
     Ok(out)
 }
 
-use crate::opdef::{one, param, Aliases, Grad, Invocation, Meta, OpDef, ParamDef, ParamKind as K};
+use crate::opdef::{
+    one, param, push_call, Aliases, Grad, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef, ParamKind as K,
+};
 
 const CREATE: &[ParamDef] = &[
     param("shape", K::Shape, Some("()"), "Output shape."),
@@ -146,6 +166,7 @@ fn infer_like(_def: &'static OpDef, _a: &crate::opdef::Attrs, ins: &[Meta]) -> R
 pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "_zeros",
+        cpu: KernelSlot::Call(fill_kernel),
         infer: Some(infer_create),
         params: CREATE,
         doc: "An array of zeros.",
@@ -155,6 +176,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "_ones",
+        cpu: KernelSlot::Call(fill_kernel),
         infer: Some(infer_create),
         params: CREATE,
         doc: "An array of ones.",
@@ -164,6 +186,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "_full",
+        cpu: KernelSlot::Call(fill_kernel),
         infer: Some(infer_create),
         params: &[
             param("shape", K::Shape, Some("()"), "Output shape."),
@@ -243,6 +266,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "zeros_like",
+        cpu: KernelSlot::Call(fill_kernel),
         infer: Some(infer_like),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
@@ -253,6 +277,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "ones_like",
+        cpu: KernelSlot::Call(fill_kernel),
         infer: Some(infer_like),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
@@ -263,6 +288,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "full_like",
+        cpu: KernelSlot::Call(fill_kernel),
         infer: Some(infer_like),
         inputs: &["data"],
         params: &[param("fill_value", K::Float, Some("0.0"), "The fill value.")],

@@ -184,22 +184,6 @@ pub fn sum_to(g: &NDArray, shape: &Shape) -> Result<NDArray> {
     reshape_to(&s, shape.clone())
 }
 
-/// Fills a new array with `value`.
-pub(crate) fn fill_new(shape: Shape, value: f64, dtype: DType, ctx: crate::Context) -> Result<NDArray> {
-    let out = NDArray::empty(shape, dtype, ctx)?;
-    if out.size() > 0 {
-        push_kernel("_full", vec![], vec![out.view()], move |k| {
-            with_dtype!(dtype, T, {
-                let o = k.output::<T>(0);
-                let v = T::from_f64(value);
-                par::chunked(o, 1 << 18, |_, c| c.fill(v));
-            });
-            Ok(())
-        });
-    }
-    Ok(out)
-}
-
 /// Test support: pushes an op writing `x` that fails with the given kind
 /// (`value`, `index`, `type`, `panic`, anything else: runtime).
 pub fn test_fail(x: &NDArray, kind: &str, message: String) -> Result<()> {
