@@ -177,6 +177,15 @@ def build(env):
     return fns
 
 
+def install_aliases(ns, namespace, nd):
+    """Binds the table's ``np`` or ``npx`` aliases (``namespace``) in module dict ``ns``
+    to the ``nd`` functions, where the module does not define the name itself."""
+    for d in TABLE:
+        for alias in d[namespace]:
+            if alias not in ns:
+                ns[alias] = getattr(nd, nd_names(d)[0])
+
+
 def fluent_names():
     """Operators that are also NDArray methods (``x.exp()``)."""
     return [d["name"] for d in TABLE if d["fluent"]]

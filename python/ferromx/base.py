@@ -107,33 +107,33 @@ def _symbol_style_message(self, what):
     return msg + what
 
 
+class _FunctionNotAvailable(MXNetError):
+    """A function that exists for dense NDArray only (the function, its alias, the
+    argument types; ``_WHAT`` completes the message)."""
+
+    _WHAT = ""
+
+    def __init__(self, function, alias, *args):
+        super().__init__()
+        self.function = getattr(function, "__name__", str(function))
+        self.alias = alias
+        self.args = [str(type(a)) for a in args]
+
+    def __str__(self):
+        return _symbol_style_message(self, self._WHAT)
+
+
 @register_error
-class NotImplementedForSymbol(MXNetError):
+class NotImplementedForSymbol(_FunctionNotAvailable):
     """A function available for NDArray but not for Symbol."""
 
-    def __init__(self, function, alias, *args):
-        super().__init__()
-        self.function = getattr(function, "__name__", str(function))
-        self.alias = alias
-        self.args = [str(type(a)) for a in args]
-
-    def __str__(self):
-        return _symbol_style_message(self, " is not implemented for Symbol and only available "
-                                           "in NDArray.")
+    _WHAT = " is not implemented for Symbol and only available in NDArray."
 
 
-class NotSupportedForSparseNDArray(MXNetError):
+class NotSupportedForSparseNDArray(_FunctionNotAvailable):
     """A function available for dense NDArray but not for sparse storage."""
 
-    def __init__(self, function, alias, *args):
-        super().__init__()
-        self.function = getattr(function, "__name__", str(function))
-        self.alias = alias
-        self.args = [str(type(a)) for a in args]
-
-    def __str__(self):
-        return _symbol_style_message(self, " is not supported for SparseNDArray and only "
-                                           "available in NDArray.")
+    _WHAT = " is not supported for SparseNDArray and only available in NDArray."
 
 
 for _name, _cls in (("ValueError", ValueError), ("TypeError", TypeError),

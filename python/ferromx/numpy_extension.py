@@ -54,14 +54,6 @@ def load(file):
     return serialization.load(file)
 
 
-def _install_generated(ns):
-    """``npx`` names of the table's operators that this module does not define itself."""
-    from . import _op_gen
+from . import _op_gen as _gen  # noqa: E402
 
-    for d in _op_gen.TABLE:
-        for alias in d["npx"]:
-            if alias not in ns:
-                ns[alias] = getattr(_nd, _op_gen.nd_names(d)[0])
-
-
-_install_generated(globals())
+_gen.install_aliases(globals(), "npx", _nd)

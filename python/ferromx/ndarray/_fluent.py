@@ -11,12 +11,17 @@ from .ndarray import NDArray
 _PY_FLUENT = ["maximum", "minimum", "pad", "split_v2"]
 
 
+def method_names():
+    """The names installed as methods (``reshape`` is native)."""
+    return [n for n in _op_gen.fluent_names() + _PY_FLUENT if n != "reshape"]
+
+
 def install(ns):
     """Adds each fluent operator (and ``_PY_FLUENT``) found in namespace ``ns`` as an
     NDArray method calling the namespace's function."""
-    for name in _op_gen.fluent_names() + _PY_FLUENT:
+    for name in method_names():
         fn = ns.get(name)
-        if fn is None or name == "reshape":
+        if fn is None:
             continue
 
         def method(self, *args, _fn=fn, **kwargs):

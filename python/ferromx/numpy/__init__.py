@@ -180,18 +180,9 @@ greater, greater_equal = _cmp("greater"), _cmp("greater_equal")
 less, less_equal = _cmp("lesser"), _cmp("lesser_equal")
 
 
-def _install_generated(ns):
-    """NumPy names of the table's operators (``np.exp``, ``np.add``, ...) that this module
-    does not define itself."""
-    from .. import _op_gen
+from .. import _op_gen as _gen  # noqa: E402
 
-    for d in _op_gen.TABLE:
-        for alias in d["np"]:
-            if alias not in ns:
-                ns[alias] = getattr(_nd, _op_gen.nd_names(d)[0])
-
-
-_install_generated(globals())
+_gen.install_aliases(globals(), "np", _nd)
 
 from . import random  # noqa: E402,F401
 
