@@ -139,3 +139,21 @@ def test_corrupt_and_truncated_files_raise(tmp_path):
 def test_unpack_header_only_and_scalar_label():
     h, s = recordio.unpack(recordio.pack((7, 2.0, 3, 4), b"img"))
     assert h == recordio.IRHeader(0, 2.0, 3, 4) and s == b"img"
+
+
+def test_pack_img_needs_the_image_module():
+    img = np.zeros((4, 4, 3), dtype=np.uint8)
+    img[1:3, 1:3] = (10, 200, 30)
+    header = recordio.IRHeader(0, 1.0, 3, 0)
+    try:
+        from ferromx import image  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="ferromx.image"):
+            recordio.pack_img(header, img, img_fmt=".png")
+        with pytest.raises(ImportError, match="ferromx.image"):
+            recordio.unpack_img(recordio.pack(header, b"\x89PNG"))
+        return
+    packed = recordio.pack_img(header, img, img_fmt=".png")
+    h, decoded = recordio.unpack_img(packed)
+    assert h.label == 1.0 and h.id == 3
+    assert np.array_equal(np.asarray(decoded), img)  # PNG is lossless, BGR kept as written
