@@ -171,3 +171,19 @@ def test_lambda_dataset_uses_processes_or_falls_back(monkeypatch):
     with pytest.warns(RuntimeWarning, match="worker threads instead"):
         out = list(loader)
     assert {int(p) for b in out for p in b[1].asnumpy()} == {os.getpid()}
+
+
+def test_main_script_classes_without_cloudpickle_fall_back(monkeypatch):
+    import sys
+
+    class MainDataset(PidDataset):
+        pass
+
+    MainDataset.__module__ = "__main__"
+    MainDataset.__qualname__ = "MainDataset"
+    monkeypatch.setattr(sys.modules["__main__"], "MainDataset", MainDataset, raising=False)
+    monkeypatch.setitem(sys.modules, "cloudpickle", None)  # `import cloudpickle` fails
+    loader = gdata.DataLoader(MainDataset(4), batch_size=2, num_workers=2)
+    with pytest.warns(RuntimeWarning, match="__main__"):
+        out = list(loader)
+    assert {int(p) for b in out for p in b[1].asnumpy()} == {os.getpid()}

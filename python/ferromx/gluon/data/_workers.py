@@ -10,8 +10,9 @@ Design (see ``dataloader.py`` for how it is used):
   fork from it in milliseconds and each starts its own engine (with
   ``FERROMX_CPU_WORKER_NTHREADS=1`` unless set) on its first operator.
 * **Dataset transfer.** The dataset and ``batchify_fn`` are pickled once per pool (with
-  ``cloudpickle`` when it is installed, so lambdas and local classes work; plain ``pickle``
-  otherwise) and unpickled in every worker.
+  ``cloudpickle`` when it is installed, so lambdas, local classes and classes of the main
+  script work; plain ``pickle`` otherwise, which cannot send those: the DataLoader then
+  warns and uses threads) and unpickled in every worker.
 * **Batches.** A worker builds the batch, writes every array of it into one
   ``multiprocessing.shared_memory`` block and sends back only the block's name and the
   layout.  The consumer maps the block, makes each NDArray with one copy (``nd.array``),
@@ -64,7 +65,12 @@ def _dumps(obj):
         cloudpickle = None
     if cloudpickle is not None:
         return cloudpickle.dumps(obj)
-    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    if b"__main__" in payload:
+        # Plain pickle refers to classes and functions of the main script by name, and a
+        # worker forked from the fork server has no such module: refuse (threads are used).
+        raise pickle.PicklingError("it refers to objects defined in the __main__ script")
+    return payload
 
 
 _CTX = None

@@ -3,14 +3,19 @@
 from . import datasets
 from .datasets import CIFAR10, CIFAR100, MNIST, FashionMNIST
 
+__all__ = ["CIFAR10", "CIFAR100", "MNIST", "FashionMNIST", "datasets"]
+
 try:  # provided by the image package
     from . import transforms
 except ImportError:  # pragma: no cover - only while the image package is absent
-    transforms = None
+    pass
+else:
+    __all__.append("transforms")
 
 try:  # ImageFolderDataset, ImageListDataset, ImageRecordDataset (image package)
+    from . import image_datasets
     from .image_datasets import *
 except ImportError:  # pragma: no cover
     pass
-
-__all__ = ["CIFAR10", "CIFAR100", "MNIST", "FashionMNIST", "datasets", "transforms"]
+else:
+    __all__ += ["image_datasets", *getattr(image_datasets, "__all__", [])]
