@@ -6,7 +6,7 @@ from .datasets import CIFAR10, CIFAR100, MNIST, FashionMNIST
 __all__ = ["CIFAR10", "CIFAR100", "MNIST", "FashionMNIST", "datasets"]
 
 try:  # provided by the image package
-    from . import transforms
+    from . import transforms  # noqa: F401
 except ImportError:  # pragma: no cover - only while the image package is absent
     pass
 else:
@@ -18,4 +18,5 @@ try:  # ImageFolderDataset, ImageListDataset, ImageRecordDataset (image package)
 except ImportError:  # pragma: no cover
     pass
 else:
-    __all__ += ["image_datasets", *getattr(image_datasets, "__all__", [])]
+    __all__.append("image_datasets")
+    __all__.extend(str(name) for name in getattr(image_datasets, "__all__", ()))
