@@ -294,7 +294,11 @@ class ProcessPool:
         task_id = self._counter
         self._counter += 1
         w = task_id % len(self._workers)
-        self._conns[w].send((task_id, list(indices)))
+        try:
+            self._conns[w].send((task_id, list(indices)))
+        except OSError:  # the worker is gone (broken pipe)
+            self._workers[w].join(1.0)
+            self._died(self._workers[w])
         return task_id, w
 
     def abandon(self, handle):
