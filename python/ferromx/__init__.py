@@ -34,6 +34,8 @@ try:  # the pure-Python layers
     from . import lr_scheduler
     from . import metric
     from . import gluon
+    from . import recordio
+    from . import io
     from . import test_utils
 except ImportError as _e:  # pragma: no cover - only while those layers are being written
     import warnings as _w

@@ -261,3 +261,25 @@ def test_dataloader_with_trainer_loop():
         trainer.step(xb.shape[0])
         steps += 1
     assert steps == 4 and np.all(np.isfinite(net.weight.data().asnumpy()))
+
+
+def test_interval_sampler():
+    assert list(gdata.IntervalSampler(7, 3)) == [0, 3, 6, 1, 4, 2, 5]
+    assert len(gdata.IntervalSampler(7, 3)) == 7
+    no_roll = gdata.IntervalSampler(7, 3, rollover=False)
+    assert list(no_roll) == [0, 3, 6] and len(no_roll) == 3
+    with pytest.raises(ValueError):
+        gdata.IntervalSampler(3, 5)
+
+
+def test_record_file_dataset():
+    import os
+
+    from ferromx import recordio
+
+    path = os.path.join(os.path.dirname(__file__), "..", "fixtures", "recordio", "indexed.rec")
+    ds = gdata.RecordFileDataset(path)
+    assert len(ds) == 4
+    header, payload = recordio.unpack(ds[1])
+    assert payload == b"multi-label" and header.label.tolist() == [1.0, 2.5, -3.0]
+    assert recordio.unpack(ds[3])[0].id == 10

@@ -1,31 +1,49 @@
 """The Gluon :class:`DataLoader`, following ``mxnet.gluon.data.DataLoader`` (MXNet 1.9.1).
 
-Differences from MXNet, by design:
+Workers:
 
-* ``num_workers > 0`` uses a pool of *threads*, never processes.  Batches are made in
-  the workers and handed back in order; at most ``prefetch`` batches are in flight, so
-  memory stays bounded.  Native operators release the GIL, so workers overlap with the
-  training loop and cannot deadlock it.
+* ``num_workers > 0`` (default ``thread_pool=False``) starts that many worker *processes*
+  (see :mod:`ferromx.gluon.data._workers`: fork-server start, batches returned through
+  shared memory with one copy into the NDArray, worker exceptions re-raised with the worker
+  traceback, a dead or stuck worker raises within ``timeout``).  The pool is started on the
+  first iteration and kept for later epochs.  If the dataset or ``batchify_fn`` cannot be
+  pickled (a lambda without ``cloudpickle`` installed), the loader warns once and uses
+  threads instead.
+* ``thread_pool=True`` uses worker threads; native operators release the GIL, so they
+  overlap with the training loop.  Batches come back in order and at most ``prefetch``
+  are in flight.
 * For an :class:`ArrayDataset` of NDArrays (or NumPy arrays) and the default
   ``batchify_fn``, a batch is one native gather per array (``nd.take``). That gather is
-  itself asynchronous (pushed to the engine, returns at once), so worker threads would
-  only add hand-off cost: with ``num_workers > 0`` such loaders still build batches on
-  the calling thread, and prefetching happens in the engine instead.
-* ``pin_memory``/``pin_device_id``/``thread_pool``/``auto_reload`` are accepted and ignored.
+  itself asynchronous (pushed to the engine, returns at once), so workers would only add
+  hand-off cost: such loaders always build batches on the calling thread, and prefetching
+  happens in the engine instead.
+* ``pin_memory=True`` places batches on ``cpu_pinned(pin_device_id)``; ``auto_reload`` and
+  ``try_nopython`` are accepted and ignored.
 """
 
 import collections
 import itertools
+import pickle
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ... import context as _context
 from ... import ndarray as nd
 from ...ndarray import NDArray
+from . import _workers
 from . import sampler as _sampler
+from ._workers import DataLoaderTimeoutError, DataLoaderWorkerError
 from .dataset import ArrayDataset
 
-__all__ = ["DataLoader", "default_batchify_fn", "default_mp_batchify_fn"]
+__all__ = [
+    "DataLoader",
+    "DataLoaderTimeoutError",
+    "DataLoaderWorkerError",
+    "default_batchify_fn",
+    "default_mp_batchify_fn",
+]
 
 
 def default_batchify_fn(data):
@@ -44,8 +62,19 @@ def default_batchify_fn(data):
     return nd.array(arr, dtype=arr.dtype)
 
 
-# Worker threads share memory with the main thread, so one collate function serves both.
-default_mp_batchify_fn = default_batchify_fn
+def default_mp_batchify_fn(data):
+    """Collate samples in a worker: the same result as :func:`default_batchify_fn` (worker
+    processes recognise it and collate on the host, handing the arrays back through shared
+    memory)."""
+    return default_batchify_fn(data)
+
+
+def _in_context(batch, ctx):
+    if isinstance(batch, NDArray):
+        return batch.as_in_context(ctx)
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_in_context(b, ctx) for b in batch)
+    return batch
 
 
 def _can_gather(dataset):
@@ -74,14 +103,18 @@ class DataLoader:
     batchify_fn : callable, optional
         Collates a list of samples into a batch (default :func:`default_batchify_fn`).
     num_workers : int
-        Number of worker threads (0: make batches in the iterating thread).
-    pin_memory, pin_device_id : accepted and ignored.
+        Number of worker processes (threads with ``thread_pool=True``); 0 makes batches in
+        the iterating thread.
+    pin_memory : bool
+        Return batches on ``cpu_pinned(pin_device_id)``.
+    pin_device_id : int
     prefetch : int, optional
         Batches in flight with workers (default ``2 * num_workers``, at least 1).
     thread_pool : bool
-        Accepted; workers are always threads.
+        Use worker threads instead of processes.
     timeout : float
-        Seconds to wait for one batch from a worker before raising ``TimeoutError``.
+        Seconds to wait for one batch from a worker before raising
+        :class:`DataLoaderTimeoutError` (a ``multiprocessing.TimeoutError``).
     """
 
     def __init__(
@@ -130,8 +163,16 @@ class DataLoader:
         self._batch_sampler = batch_sampler
         self._num_workers = max(num_workers, 0)
         self._prefetch = max(0, int(prefetch) if prefetch is not None else 2 * self._num_workers)
-        self._default_batchify = batchify_fn is None
-        self._batchify_fn = default_batchify_fn if batchify_fn is None else batchify_fn
+        self._default_batchify = batchify_fn is None or batchify_fn in (
+            default_batchify_fn, default_mp_batchify_fn)
+        if batchify_fn is None:
+            batchify_fn = default_mp_batchify_fn if self._num_workers else default_batchify_fn
+        self._batchify_fn = batchify_fn
+        self._pool = None
+        self._use_threads = thread_pool
+
+    def _out_ctx(self):
+        return _context.cpu_pinned(self._pin_device_id) if self._pin_memory else _context.cpu()
 
     def _make_batch(self, indices):
         if self._default_batchify and _can_gather(self._dataset):
@@ -143,11 +184,59 @@ class DataLoader:
     def __iter__(self):
         if self._num_workers == 0 or (self._default_batchify and _can_gather(self._dataset)):
             return self._serial_iter()
+        if not self._use_threads and self._ensure_pool() is not None:
+            return self._process_iter()
         return self._threaded_iter()
 
     def _serial_iter(self):
         for indices in self._batch_sampler:
-            yield self._make_batch(indices)
+            batch = self._make_batch(indices)
+            yield _in_context(batch, self._out_ctx()) if self._pin_memory else batch
+
+    def _ensure_pool(self):
+        if self._pool is not None and self._pool.broken:
+            self._pool.shutdown()
+            self._pool = None
+        if self._pool is None:
+            try:
+                self._pool = _workers.ProcessPool(
+                    self._num_workers, self._dataset, self._batchify_fn, self._default_batchify)
+            except (pickle.PicklingError, TypeError, AttributeError) as err:
+                warnings.warn(
+                    f"DataLoader: the dataset or batchify_fn cannot be pickled for worker "
+                    f"processes ({err}); using {self._num_workers} worker threads instead "
+                    "(install cloudpickle to send lambdas to processes).",
+                    RuntimeWarning, stacklevel=3)
+                self._use_threads = True
+                return None
+        return self._pool
+
+    @property
+    def worker_pids(self):
+        """Process ids of the worker processes (empty when there are none yet)."""
+        return [] if self._pool is None else self._pool.pids
+
+    def _process_iter(self):
+        pool = self._pool
+        ctx = self._out_ctx()
+        batches = iter(self._batch_sampler)
+        pending = collections.deque(
+            pool.submit(i) for i in itertools.islice(batches, max(1, self._prefetch)))
+        try:
+            while pending:
+                nxt = next(batches, None)
+                if nxt is not None:
+                    pending.append(pool.submit(nxt))
+                yield pool.result(pending.popleft(), self._timeout, ctx)
+        finally:
+            for handle in pending:
+                pool.abandon(handle)
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown()
+            self._pool = None
 
     def _threaded_iter(self):
         # Indices are drawn in this thread (so NumPy seeding stays deterministic); the
@@ -162,7 +251,14 @@ class DataLoader:
             for indices in itertools.islice(batches, depth):
                 pending.append(pool.submit(self._make_batch, indices))
             while pending:
-                batch = pending.popleft().result(timeout=self._timeout)
+                try:
+                    batch = pending.popleft().result(timeout=self._timeout)
+                except TimeoutError as err:
+                    raise DataLoaderTimeoutError(
+                        f"DataLoader worker thread timed out after {self._timeout} s on one "
+                        "batch; a slow transform may need a larger `timeout`.") from err
+                if self._pin_memory:
+                    batch = _in_context(batch, self._out_ctx())
                 nxt = next(batches, None)
                 if nxt is not None:
                     pending.append(pool.submit(self._make_batch, nxt))

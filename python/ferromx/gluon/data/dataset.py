@@ -1,12 +1,14 @@
 """Datasets (``mx.gluon.data.dataset``), following MXNet 1.9.1."""
 
+import os
+
 import numpy as np
 
 from ... import ndarray as nd
 from ...ndarray import NDArray
 from .sampler import FilterSampler, SequentialSampler
 
-__all__ = ["ArrayDataset", "Dataset", "SimpleDataset"]
+__all__ = ["ArrayDataset", "Dataset", "RecordFileDataset", "SimpleDataset"]
 
 
 class Dataset:
@@ -170,3 +172,21 @@ class ArrayDataset(Dataset):
                 part = data[host_idx]
                 out.append(nd.array(part, dtype=part.dtype))
         return out[0] if len(out) == 1 else out
+
+
+class RecordFileDataset(Dataset):
+    """The records of a RecordIO file: sample ``i`` is the raw ``bytes`` of record ``i`` of
+    ``filename``, read through the ``.idx`` file next to it (same stem)."""
+
+    def __init__(self, filename):
+        from ... import recordio
+
+        self.idx_file = os.path.splitext(filename)[0] + ".idx"
+        self.filename = filename
+        self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
+
+    def __getitem__(self, idx):
+        return self._record.read_idx(self._record.keys[idx])
+
+    def __len__(self):
+        return len(self._record.keys)

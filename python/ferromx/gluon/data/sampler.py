@@ -2,7 +2,14 @@
 
 import numpy as np
 
-__all__ = ["BatchSampler", "FilterSampler", "RandomSampler", "Sampler", "SequentialSampler"]
+__all__ = [
+    "BatchSampler",
+    "FilterSampler",
+    "IntervalSampler",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+]
 
 
 class Sampler:
@@ -42,6 +49,31 @@ class RandomSampler(Sampler):
 
     def __len__(self):
         return self._length
+
+
+class IntervalSampler(Sampler):
+    """Indices ``0, interval, 2 * interval, ...``; with ``rollover`` (the default) then
+    ``1, 1 + interval, ...`` and so on, so every index appears once (as MXNet 2's
+    ``IntervalSampler``; MXNet 1.9.1 has no such sampler).
+    """
+
+    def __init__(self, length, interval, rollover=True):
+        if not 0 < interval <= length:
+            raise ValueError(
+                f"IntervalSampler: interval {interval} must be in (0, length={length}]")
+        self._length = length
+        self._interval = interval
+        self._rollover = rollover
+
+    def __iter__(self):
+        starts = range(self._interval) if self._rollover else range(1)
+        for start in starts:
+            yield from range(start, self._length, self._interval)
+
+    def __len__(self):
+        if self._rollover:
+            return self._length
+        return len(range(0, self._length, self._interval))
 
 
 class FilterSampler(Sampler):

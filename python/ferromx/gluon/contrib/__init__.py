@@ -1,0 +1,5 @@
+"""Contributed Gluon APIs (``mx.gluon.contrib``)."""
+
+from . import estimator
+
+__all__ = ["estimator"]

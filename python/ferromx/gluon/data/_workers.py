@@ -1,0 +1,373 @@
+"""Worker processes of the Gluon DataLoader, with batches returned through shared memory.
+
+Design (see ``dataloader.py`` for how it is used):
+
+* **Start method.** Workers are started with the ``'forkserver'`` method where the platform
+  has it (``'spawn'`` elsewhere), never with a plain ``fork`` of the training process: the
+  engine's worker threads live in the parent only, and a forked copy of a process whose
+  engine is running would block on its first operator.  The fork server is a fresh
+  interpreter that preloads ``ferromx`` and ``numpy`` before any operator runs, so workers
+  fork from it in milliseconds and each starts its own engine (with
+  ``FERROMX_CPU_WORKER_NTHREADS=1`` unless set) on its first operator.
+* **Dataset transfer.** The dataset and ``batchify_fn`` are pickled once per pool (with
+  ``cloudpickle`` when it is installed, so lambdas, local classes and classes of the main
+  script work; plain ``pickle`` otherwise, which cannot send those: the DataLoader then
+  warns and uses threads) and unpickled in every worker.
+* **Batches.** A worker builds the batch, writes every array of it into one
+  ``multiprocessing.shared_memory`` block and sends back only the block's name and the
+  layout.  The consumer maps the block, makes each NDArray with one copy (``nd.array``),
+  then closes and unlinks the block.  (A zero-copy ``nd.from_numpy`` of the mapping is not
+  used: the NDArray would outlive the mapping, whose lifetime Python does not tie to it.)
+* **Failures.** A worker exception is sent back with its traceback and re-raised in the
+  training loop (same type when it can be pickled, the worker traceback as ``__cause__``).
+  The consumer waits on the result pipe *and* the worker's process sentinel, so a worker
+  that dies raises :class:`DataLoaderWorkerError` at once, and a batch that takes longer
+  than ``timeout`` raises :class:`DataLoaderTimeoutError`; neither can hang.
+"""
+
+import multiprocessing
+import multiprocessing.connection
+import os
+import pickle
+import signal
+import time
+import traceback
+from multiprocessing import shared_memory
+
+import numpy as np
+
+__all__ = ["DataLoaderTimeoutError", "DataLoaderWorkerError"]
+
+_ALIGN = 64
+
+
+class DataLoaderWorkerError(RuntimeError):
+    """A DataLoader worker process died, or raised an exception that could not be pickled."""
+
+
+class DataLoaderTimeoutError(multiprocessing.TimeoutError, TimeoutError):
+    """A DataLoader worker took longer than ``timeout`` seconds for one batch."""
+
+
+class _RemoteTraceback(Exception):
+    def __init__(self, tb):
+        super().__init__(tb)
+        self.tb = tb
+
+    def __str__(self):
+        return "\n\nTraceback in the DataLoader worker:\n" + self.tb
+
+
+def _dumps(obj):
+    try:
+        import cloudpickle
+    except ImportError:
+        cloudpickle = None
+    if cloudpickle is not None:
+        return cloudpickle.dumps(obj)
+    payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    if b"__main__" in payload:
+        # Plain pickle refers to classes and functions of the main script by name, and a
+        # worker forked from the fork server has no such module: refuse (threads are used).
+        raise pickle.PicklingError("it refers to objects defined in the __main__ script")
+    return payload
+
+
+_CTX = None
+
+
+def _context():
+    global _CTX
+    if _CTX is None:
+        methods = multiprocessing.get_all_start_methods()
+        name = "forkserver" if "forkserver" in methods else "spawn"
+        ctx = multiprocessing.get_context(name)
+        if name == "forkserver":
+            ctx.set_forkserver_preload(["numpy", "ferromx"])
+        _CTX = ctx
+    return _CTX
+
+
+# ---- worker side ----------------------------------------------------------------------------
+def _host_collate(data):
+    """The default collation, done on the host: returns a tree with ('nd', array) leaves."""
+    from ...ndarray import NDArray
+
+    first = data[0]
+    if isinstance(first, NDArray):
+        from ... import ndarray as nd
+
+        return ("nd", nd.stack(*data).asnumpy())
+    if isinstance(first, tuple):
+        return ("list", [_host_collate(list(field)) for field in zip(*data)])
+    return ("nd", np.asarray(data))
+
+
+def _tree(obj):
+    """Encode a batch as a tree whose array leaves will travel through shared memory."""
+    from ...ndarray import NDArray
+
+    if isinstance(obj, NDArray):
+        return ("nd", obj.asnumpy())
+    if isinstance(obj, np.ndarray):
+        return ("np", obj)
+    if isinstance(obj, list):
+        return ("list", [_tree(o) for o in obj])
+    if isinstance(obj, tuple):
+        return ("tuple", [_tree(o) for o in obj])
+    return ("obj", obj)
+
+
+def _pack(tree, leaves):
+    """Replace array leaves by their index in ``leaves``."""
+    kind, val = tree
+    if kind in ("nd", "np"):
+        leaves.append(np.ascontiguousarray(val))
+        return (kind, len(leaves) - 1)
+    if kind in ("list", "tuple"):
+        return (kind, [_pack(t, leaves) for t in val])
+    return tree
+
+
+def _to_shared(tree):
+    leaves = []
+    layout = _pack(tree, leaves)
+    if not leaves:
+        return None, [], layout
+    specs, offset = [], 0
+    for a in leaves:
+        specs.append((offset, a.shape, a.dtype.str))
+        offset += -(-a.nbytes // _ALIGN) * _ALIGN
+    shm = shared_memory.SharedMemory(create=True, size=max(offset, 1))
+    try:
+        for a, (off, shape, dt) in zip(leaves, specs):
+            np.ndarray(shape, dt, buffer=shm.buf, offset=off)[...] = a
+    except BaseException:
+        shm.close()
+        shm.unlink()
+        raise
+    name = shm.name
+    shm.close()
+    return name, specs, layout
+
+
+def _error_payload(err):
+    tb = traceback.format_exc()
+    try:
+        blob = pickle.dumps(err)
+        pickle.loads(blob)
+    except Exception:  # noqa: BLE001 - an unpicklable exception travels as text
+        blob = None
+    return (type(err).__name__, str(err), tb, blob)
+
+
+def _worker_main(payload, conn, default_collate):
+    """Entry point of a worker process: build batches until told to stop."""
+    os.environ.setdefault("FERROMX_CPU_WORKER_NTHREADS", "1")
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the training loop's business
+    startup_error = None
+    try:
+        dataset, batchify_fn = pickle.loads(payload)
+    except Exception as err:  # noqa: BLE001 - reported with the first task
+        startup_error = _error_payload(err)
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        task_id, indices = msg
+        if startup_error is not None:
+            conn.send((task_id, False, startup_error))
+            continue
+        try:
+            samples = [dataset[i] for i in indices]
+            tree = _host_collate(samples) if default_collate else _tree(batchify_fn(samples))
+            result = (task_id, True, _to_shared(tree))
+        except Exception as err:  # noqa: BLE001 - re-raised in the training loop
+            result = (task_id, False, _error_payload(err))
+        conn.send(result)
+
+
+# ---- consumer side --------------------------------------------------------------------------
+def _free(meta):
+    name = meta[0]
+    if name is None:
+        return
+    try:
+        shm = shared_memory.SharedMemory(name=name)
+    except FileNotFoundError:
+        return
+    shm.close()
+    shm.unlink()
+
+
+def _unpack(layout, arrays):
+    kind, val = layout
+    if kind in ("nd", "np"):
+        return arrays[val]
+    if kind == "list":
+        return [_unpack(t, arrays) for t in val]
+    if kind == "tuple":
+        return tuple(_unpack(t, arrays) for t in val)
+    return val
+
+
+def _from_shared(meta, ctx):
+    from ... import ndarray as nd
+
+    name, specs, layout = meta
+    if name is None:
+        return _unpack(layout, [])
+    kinds = {}
+    _collect_kinds(layout, kinds)
+    shm = shared_memory.SharedMemory(name=name)
+    arrays = []
+    try:
+        for i, (off, shape, dt) in enumerate(specs):
+            view = np.ndarray(shape, dt, buffer=shm.buf, offset=off)
+            if kinds[i] == "nd":
+                arrays.append(nd.array(view, ctx=ctx, dtype=view.dtype))  # the one copy
+            else:
+                arrays.append(view.copy())
+            del view
+    finally:
+        shm.close()
+        shm.unlink()
+    return _unpack(layout, arrays)
+
+
+def _collect_kinds(layout, out):
+    kind, val = layout
+    if kind in ("nd", "np"):
+        out[val] = kind
+    elif kind in ("list", "tuple"):
+        for t in val:
+            _collect_kinds(t, out)
+
+
+def _raise_worker_error(info, worker):
+    type_name, msg, tb, blob = info
+    err = None
+    if blob is not None:
+        try:
+            err = pickle.loads(blob)
+        except Exception:  # noqa: BLE001
+            err = None
+    where = f"DataLoader worker {worker.name} (pid {worker.pid})"
+    if err is None:
+        raise DataLoaderWorkerError(f"{type_name}: {msg} (raised in {where})\n\n"
+                                    f"Traceback in the DataLoader worker:\n{tb}")
+    if hasattr(err, "add_note"):
+        err.add_note(f"(raised in {where})")
+    raise err from _RemoteTraceback(tb)
+
+
+class ProcessPool:
+    """A fixed set of worker processes; batch ``k`` of the pool goes to worker ``k % n``."""
+
+    def __init__(self, num_workers, dataset, batchify_fn, default_collate):
+        payload = _dumps((dataset, None if default_collate else batchify_fn))
+        ctx = _context()
+        self._workers = []
+        self._conns = []
+        self._counter = 0
+        self._stale = set()
+        self.broken = False
+        for i in range(num_workers):
+            parent_conn, child_conn = ctx.Pipe(duplex=True)
+            proc = ctx.Process(target=_worker_main, args=(payload, child_conn, default_collate),
+                               name=f"ferromx-dataloader-{i}", daemon=True)
+            proc.start()
+            child_conn.close()
+            self._workers.append(proc)
+            self._conns.append(parent_conn)
+
+    @property
+    def pids(self):
+        """Process ids of the workers."""
+        return [w.pid for w in self._workers]
+
+    def submit(self, indices):
+        """Queue one batch; returns a handle for :meth:`result`/:meth:`abandon`."""
+        task_id = self._counter
+        self._counter += 1
+        w = task_id % len(self._workers)
+        try:
+            self._conns[w].send((task_id, list(indices)))
+        except OSError:  # the worker is gone (broken pipe)
+            self._workers[w].join(1.0)
+            self._died(self._workers[w])
+        return task_id, w
+
+    def abandon(self, handle):
+        """Forget a queued batch (its shared memory is freed when its result arrives)."""
+        self._stale.add(handle[0])
+
+    def result(self, handle, timeout, ctx):
+        """Wait for a queued batch; raises on worker error, death or timeout."""
+        task_id, w = handle
+        conn, proc = self._conns[w], self._workers[w]
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.broken = True
+                raise DataLoaderTimeoutError(
+                    f"DataLoader worker {proc.name} (pid {proc.pid}) timed out after {timeout} s "
+                    "on one batch; a slow transform may need a larger `timeout`.")
+            ready = multiprocessing.connection.wait([conn, proc.sentinel], left)
+            if conn in ready or conn.poll():
+                try:
+                    tid, ok, payload = conn.recv()
+                except (EOFError, OSError):  # the worker's end closed: it is exiting
+                    proc.join(min(max(left, 0.1), 5.0))
+                    self._died(proc)
+                if tid != task_id:  # left over from an abandoned epoch
+                    self._stale.discard(tid)
+                    if ok:
+                        _free(payload)
+                    continue
+                if not ok:
+                    _raise_worker_error(payload, proc)
+                return _from_shared(payload, ctx)
+            if proc.sentinel in ready:
+                self._died(proc)
+
+    def _died(self, proc):
+        self.broken = True
+        raise DataLoaderWorkerError(
+            f"DataLoader worker {proc.name} (pid {proc.pid}) exited unexpectedly with exit "
+            f"code {proc.exitcode} while loading a batch")
+
+    def shutdown(self):
+        """Stop the workers and free the shared memory of results never consumed."""
+        for conn in self._conns:
+            try:
+                conn.send(None)
+            except (OSError, ValueError):
+                pass
+        # A broken pool (a worker died or is stuck) is not waited for.
+        deadline = time.monotonic() + (0.0 if self.broken else 5.0)
+        for conn, proc in zip(self._conns, self._workers):
+            while proc.is_alive() or conn.poll():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                ready = multiprocessing.connection.wait([conn, proc.sentinel], left)
+                if conn in ready:
+                    try:
+                        _, ok, payload = conn.recv()
+                    except (EOFError, OSError):
+                        break
+                    if ok:
+                        _free(payload)
+                elif proc.sentinel in ready:
+                    break
+            if proc.is_alive():
+                proc.terminate()
+            proc.join(1.0)
+            conn.close()
+        self._workers, self._conns = [], []
+
