@@ -16,6 +16,7 @@ Differences from MXNet, by design:
 
 import collections
 import itertools
+from ...util import _as_np_mode
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -147,7 +148,7 @@ class DataLoader:
 
     def _serial_iter(self):
         for indices in self._batch_sampler:
-            yield self._make_batch(indices)
+            yield _as_np_mode(self._make_batch(indices))
 
     def _threaded_iter(self):
         # Indices are drawn in this thread (so NumPy seeding stays deterministic); the
@@ -166,7 +167,7 @@ class DataLoader:
                 nxt = next(batches, None)
                 if nxt is not None:
                     pending.append(pool.submit(self._make_batch, nxt))
-                yield batch
+                yield _as_np_mode(batch)
         finally:
             for future in pending:
                 future.cancel()
