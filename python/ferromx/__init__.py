@@ -19,8 +19,6 @@ from . import profiler
 from . import numpy as np  # noqa: F401
 from . import numpy_extension
 from . import numpy_extension as npx
-
-nd.np, nd.npx = np, npx  # ``F.np`` / ``F.npx`` in ``hybrid_forward`` (as MXNet's ``F``)
 from . import util
 from .util import is_np_array, is_np_shape, np_array, np_shape  # noqa: F401
 from .util import set_np_shape, use_np_array, use_np_shape  # noqa: F401

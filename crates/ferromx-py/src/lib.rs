@@ -42,6 +42,12 @@ fn invoke_np(
     invoke_as(py, name, &inputs, attrs, true)
 }
 
+/// A reduction (it declares `keepdims`): in MXNet's legacy API it gives shape `(1,)` even
+/// for a 0-d input.
+fn is_reduction(name: &str) -> bool {
+    ferromx::opdef::find(name).is_some_and(|d| d.params.iter().any(|p| p.name == "keepdims"))
+}
+
 fn invoke_as(
     py: Python<'_>,
     name: &str,
@@ -51,7 +57,7 @@ fn invoke_as(
 ) -> PyResult<Py<PyAny>> {
     let ins: Vec<Option<ferromx::NDArray>> = inputs.iter().map(|x| x.as_ref().map(|x| x.a.clone())).collect();
     let np = force_np || inputs.iter().any(|x| x.as_ref().is_some_and(|x| x.np));
-    let lift = !np && ins.iter().any(|x| x.as_ref().is_some_and(|x| x.ndim() > 0));
+    let lift = !np && (ins.iter().any(|x| x.as_ref().is_some_and(|x| x.ndim() > 0)) || is_reduction(name));
     let a = to_attrs(attrs)?;
     pre_push(py);
     let outs = ferromx::opdef::invoke(name, &ins, &a).map_err(to_py_err)?;

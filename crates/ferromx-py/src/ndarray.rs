@@ -133,11 +133,32 @@ fn np_div_operand(a: &NDArray) -> PyResult<NDArray> {
     }
 }
 
+/// As in MXNet, a comparison is differentiable with a zero gradient (so `backward`
+/// through `x > y` works and writes zeros).
+fn record_zero_grad(op: BinOp, ins: &[NDArray], out: &NDArray) {
+    let refs: Vec<&NDArray> = ins.iter().collect();
+    if !ferromx::autograd::needs_record(&refs) {
+        return;
+    }
+    let metas: Vec<(Shape, ferromx::DType, ferromx::Context)> =
+        ins.iter().map(|x| (x.shape().clone(), x.dtype(), x.ctx())).collect();
+    ferromx::autograd::record(
+        op.name(),
+        &refs,
+        &[out],
+        Box::new(move |_g| metas.iter().map(|(s, d, c)| ops::zeros(s.clone(), *d, *c).map(Some)).collect()),
+    );
+}
+
 fn binop(py: Python<'_>, a: &NDArray, np: bool, o: &Bound<'_, PyAny>, op: BinOp, reverse: bool) -> PyResult<Py<PyAny>> {
     let Some(other) = other_of(o) else {
         return Ok(py.NotImplemented());
     };
     pre_push(py);
+    let ins: Vec<NDArray> = match &other {
+        Other::Arr(b, _) => vec![a.clone(), b.clone()],
+        Other::Num(_) => vec![a.clone()],
+    };
     let (np, r) = match other {
         Other::Arr(b, bnp) => {
             let np = np || bnp;
@@ -160,8 +181,11 @@ fn binop(py: Python<'_>, a: &NDArray, np: bool, o: &Bound<'_, PyAny>, op: BinOp,
         Other::Num(s) => (np, ops::user_scalar_op(op, a, s, reverse)),
     };
     let mut r = r.map_err(to_py_err)?;
-    if np && is_comparison(op) && r.dtype() != ferromx::DType::Bool {
-        r = ops::astype(&r, ferromx::DType::Bool).map_err(to_py_err)?;
+    if is_comparison(op) {
+        if np && r.dtype() != ferromx::DType::Bool {
+            r = ops::astype(&r, ferromx::DType::Bool).map_err(to_py_err)?;
+        }
+        record_zero_grad(op, &ins, &r);
     }
     Ok(wrap_as(py, r, np)?.into_any())
 }

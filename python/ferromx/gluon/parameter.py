@@ -7,7 +7,6 @@ fills it in.  Parameter files are NumPy ``.npz`` archives, written atomically.
 """
 
 import warnings
-from ..util import _as_np_mode
 from collections import OrderedDict
 
 import numpy as np
@@ -17,6 +16,7 @@ from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context, cpu, current_context
 from ..ndarray import NDArray
+from ..util import _as_np_mode
 from ._param_io import (
     ParameterLoadError,
     _brief_print_list,

@@ -6,9 +6,9 @@ import warnings
 
 import numpy as np
 
-from ..util import _as_np_mode
 from .. import ndarray as nd
 from ..ndarray import NDArray
+from ..util import _as_np_mode
 
 __all__ = ["check_sha1", "clip_global_norm", "split_and_load", "split_data"]
 

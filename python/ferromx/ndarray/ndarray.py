@@ -12,11 +12,11 @@ import numbers
 import numpy as np
 
 from .. import _native
+from .._sync import check as _check_sync
 from ..base import MXNetError, MXNetTypeError
 from ..context import Context, _ctx_str
-from .._sync import check as _check_sync
 
-__all__ = ["NDArray", "array", "empty", "invoke", "AsyncCopy", "py_slice"]
+__all__ = ["AsyncCopy", "NDArray", "array", "empty", "invoke", "py_slice"]
 
 NDArray = _native.NDArray
 invoke = _native.invoke
@@ -364,7 +364,7 @@ def _norm_index(self, key):
 def _legacy_scalar(self, res):
     """MXNet's legacy ``NDArray`` has no 0-d arrays unless NumPy shape semantics are on:
     ``x[1, 2]`` (and ``x[1]`` of a vector) gives shape ``(1,)``."""
-    if res.ndim == 0 and not self._is_np and not _np_shape():
+    if res.ndim == 0 and self.ndim > 0 and not self._is_np and not _np_shape():
         return res._reshape([1])
     return res
 

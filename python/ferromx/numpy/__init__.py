@@ -18,7 +18,7 @@ from .multiarray import _default_float, ndarray
 
 float32, float64, float16 = _onp.float32, _onp.float64, _onp.float16
 int8, int32, int64, uint8, bool_ = _onp.int8, _onp.int32, _onp.int64, _onp.uint8, _onp.bool_
-bool = _onp.bool_  # noqa: A001 - MXNet's np exports ``bool``
+bool = _onp.bool_
 pi, e, inf, nan, newaxis = _onp.pi, _onp.e, _onp.inf, _onp.nan, None
 euler_gamma, PZERO, NZERO = _onp.euler_gamma, 0.0, -0.0
 
@@ -34,7 +34,7 @@ def _dt(dtype):
     return _default_float() if dtype is None else _dtype_name(dtype)
 
 
-def array(object, dtype=None, ctx=None):  # noqa: A002 - NumPy's parameter name
+def array(object, dtype=None, ctx=None):
     """Creates an ``ndarray`` by copying ``object``.
 
     As in MXNet's np, Python lists and scalars become float32 (float64 after
@@ -56,7 +56,9 @@ def asarray(a, dtype=None, ctx=None):
     return array(a, dtype=dtype, ctx=ctx)
 
 
-def _fill(op, shape, value, dtype, ctx):
+def _fill(op, shape, value, dtype, ctx, order="C"):
+    if order != "C":
+        raise NotImplementedError(f"{op.strip('_')}: order={order!r} is not supported (only 'C')")
     attrs = {"shape": _shape_arg(op, shape), "ctx": _ctx_str(ctx), "dtype": _dt(dtype)}
     if value is not None:
         attrs["value"] = float(value)
@@ -65,12 +67,12 @@ def _fill(op, shape, value, dtype, ctx):
 
 def zeros(shape, dtype=None, order="C", ctx=None):
     """An array of zeros (float32 unless ``dtype``)."""
-    return _fill("_zeros", shape, None, dtype, ctx)
+    return _fill("_zeros", shape, None, dtype, ctx, order)
 
 
 def ones(shape, dtype=None, order="C", ctx=None):
     """An array of ones (float32 unless ``dtype``)."""
-    return _fill("_ones", shape, None, dtype, ctx)
+    return _fill("_ones", shape, None, dtype, ctx, order)
 
 
 def full(shape, fill_value, dtype=None, order="C", ctx=None, out=None):
@@ -78,7 +80,7 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, out=None):
     if isinstance(fill_value, _nd.NDArray):
         res = _np(fill_value).astype(dtype or fill_value.dtype).broadcast_to(_shape_arg("full", shape))
     else:
-        res = _fill("_full", shape, fill_value, dtype, ctx)
+        res = _fill("_full", shape, fill_value, dtype, ctx, order)
     if out is not None:
         out[...] = res
         return out
@@ -87,7 +89,7 @@ def full(shape, fill_value, dtype=None, order="C", ctx=None, out=None):
 
 def empty(shape, dtype=None, order="C", ctx=None):
     """An uninitialised array (ferromx fills it with zeros)."""
-    return zeros(shape, dtype=dtype, ctx=ctx)
+    return zeros(shape, dtype=dtype, order=order, ctx=ctx)
 
 
 def zeros_like(a, dtype=None, order="C", ctx=None, out=None):
@@ -126,7 +128,7 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return res
 
 
-def eye(N, M=None, k=0, dtype=None, ctx=None):  # noqa: N803 - NumPy's parameter names
+def eye(N, M=None, k=0, dtype=None, ctx=None):
     """A 2-d array with ones on diagonal ``k``."""
     return _np(_nd.eye(N, M or 0, k, ctx=ctx, dtype=_dt(dtype)))
 
@@ -136,7 +138,7 @@ def identity(n, dtype=None, ctx=None):
     return eye(n, dtype=dtype, ctx=ctx)
 
 
-def sum(a, axis=None, dtype=None, out=None, keepdims=False):  # noqa: A001
+def sum(a, axis=None, dtype=None, out=None, keepdims=False):
     """Sum over ``axis`` (bool sums are int64; a full sum is 0-d)."""
     return asarray(a).sum(axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
@@ -146,12 +148,12 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False):
     return asarray(a).mean(axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
 
-def max(a, axis=None, out=None, keepdims=False):  # noqa: A001
+def max(a, axis=None, out=None, keepdims=False):
     """Max over ``axis``."""
     return asarray(a).max(axis=axis, out=out, keepdims=keepdims)
 
 
-def min(a, axis=None, out=None, keepdims=False):  # noqa: A001
+def min(a, axis=None, out=None, keepdims=False):
     """Min over ``axis``."""
     return asarray(a).min(axis=axis, out=out, keepdims=keepdims)
 
@@ -311,11 +313,11 @@ def logical_not(x, out=None):
     return res
 
 
-from .. import _op_gen as _gen  # noqa: E402
+from .. import _op_gen as _gen
 
 _gen.install_aliases(globals(), "np", _nd)
 
-from . import random  # noqa: E402,F401
-
-
-from .io import load as load, save as save, savez as savez  # noqa: E402
+from . import random  # noqa: F401
+from .io import load as load
+from .io import save as save
+from .io import savez as savez

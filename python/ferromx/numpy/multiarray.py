@@ -194,6 +194,47 @@ def _item(self, *args):
     return NDArray.item(self)
 
 
+def _copy(self, order="C"):
+    """A copy (new storage)."""
+    if order not in ("C", "K"):
+        raise NotImplementedError(f"copy: order={order!r} is not supported (only 'C')")
+    return NDArray.copy(self)
+
+
+def _format(self, spec):
+    """``format(x, spec)``: a 0-d array formats as its scalar, as NumPy's does."""
+    if self.ndim == 0:
+        return format(self.item(), spec)
+    if spec:
+        raise TypeError(f"unsupported format string {spec!r} for an array of shape {self.shape}")
+    return str(self)
+
+
+def _getitem(self, key):
+    if isinstance(key, NDArray) and key.ndim == 0 and key._dtype_name == "bool":
+        return self[None] if bool(key) else self[None][0:0]  # NumPy: a 0-d mask adds an axis
+    return _ndmod._getitem(self, key)
+
+
+_INPLACE_MSG = ("Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
+                "autograd.")
+
+
+def _setitem(self, key, value):
+    from .. import autograd
+    from ..base import MXNetError
+
+    if autograd.is_recording() and any(
+        isinstance(v, NDArray) and v._grad_req != "null" for v in (self, value)
+    ):
+        raise MXNetError(f"__setitem__: {_INPLACE_MSG}")
+    _ndmod._setitem(self, key, value)
+
+
+ndarray.copy = ndarray.__copy__ = _copy
+ndarray.__format__ = _format
+ndarray.__getitem__ = _getitem
+ndarray.__setitem__ = _setitem
 ndarray.dtype = property(_np_dtype, doc="Element type (a NumPy dtype object, as in MXNet's np).")
 ndarray.__repr__ = _repr
 ndarray.__str__ = _str

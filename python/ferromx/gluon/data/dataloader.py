@@ -16,13 +16,13 @@ Differences from MXNet, by design:
 
 import collections
 import itertools
-from ...util import _as_np_mode
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from ... import ndarray as nd
 from ...ndarray import NDArray
+from ...util import _as_np_mode
 from . import sampler as _sampler
 from .dataset import ArrayDataset
 
