@@ -749,6 +749,8 @@ def array(source_array, ctx=None, dtype=None, _np=False):
     """
     if isinstance(source_array, NDArray):
         res = source_array.copyto(ctx or source_array.context)
+        if res._is_np != bool(_np):
+            res = res._as_np() if _np else res._as_nd()
         return res.astype(dtype) if dtype is not None else res
     name = _default_dtype(source_array) if dtype is None else _dtype_name(dtype)
     np_name = "float32" if name == "bfloat16" else name
