@@ -89,6 +89,12 @@ def test_class_and_conversions_zero_copy():
     assert type(c) is nd.NDArray and c._var_id == a._var_id
     assert b.as_np_ndarray() is b and a.as_nd_ndarray() is a
     assert type(a + 1) is nd.NDArray and type(b + 1) is np.ndarray
+    import pickle
+
+    back = pickle.loads(pickle.dumps(b))
+    assert type(back) is np.ndarray and back.asnumpy().tolist() == b.asnumpy().tolist()
+    assert type(pickle.loads(pickle.dumps(a))) is nd.NDArray
+    assert type(nd.array(b)) is nd.NDArray and type(np.array(a)) is np.ndarray
 
 
 def test_dtype_is_numpy_dtype_object(np_mode):
