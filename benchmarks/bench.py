@@ -87,6 +87,13 @@ def bench_nd(nd, mx, q, name):
     chain()
     r["dispatch_us"] = best(chain, 3 if q else 5) / 10000 * 1e6
     r["dispatch_sync_us"] = best(chain_sync, 3 if q else 5) / 10000 * 1e6
+    # the same chain on an np.ndarray (x.as_np_ndarray(): zero-copy), in the same run
+    xn = x
+    x = xn.as_np_ndarray()
+    chain()
+    r["np_dispatch_us"] = best(chain, 3 if q else 5) / 10000 * 1e6
+    r["np_dispatch_sync_us"] = best(chain_sync, 3 if q else 5) / 10000 * 1e6
+    x = xn
     a = nd.random.uniform(shape=(1000, 1000))
     nd.waitall()
 
@@ -279,6 +286,8 @@ def run_backend(backend, q, epochs):
 ROWS = [
     ("dispatch_us", "x = x + 1 on 1x2, 10k ops, one sync (µs/op)", "lower"),
     ("dispatch_sync_us", "... with wait_to_read() every op (µs/op)", "lower"),
+    ("np_dispatch_us", "x = x + 1 on a 1x2 np.ndarray, 10k ops (µs/op)", "lower"),
+    ("np_dispatch_sync_us", "... with wait_to_read() every op (µs/op)", "lower"),
     ("sgemm_gflops", "sgemm 1000x1000 (GFLOP/s)", "higher"),
     ("add16m_ms", "add, 16M float32 (ms)", "lower"),
     ("exp16m_ms", "exp, 16M float32 (ms)", "lower"),

@@ -2,6 +2,7 @@
 
 from . import _native
 from . import ndarray as _nd
+from .context import cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
 
 # the NumPy-semantics flags live in ``util`` (the single source of that state)
 from .util import is_np_array, is_np_shape, reset_np, set_np  # noqa: F401
@@ -50,8 +51,9 @@ def load(file):
             "function."
         )
     from . import serialization
+    from .util import _to_np
 
-    return serialization.load(file)
+    return _to_np(serialization.load(file))
 
 
 from . import _op_gen as _gen  # noqa: E402

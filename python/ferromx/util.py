@@ -287,3 +287,26 @@ def setenv(name, value):
         os.environ.pop(name, None)
     else:
         os.environ[name] = str(value)
+
+
+def _as_np_mode(x):
+    """``x`` (an array, or lists/tuples/dicts of them) as ``np.ndarray`` when NumPy-array
+    semantics are on in this thread, else unchanged (zero-copy either way). Gluon calls it
+    where it hands arrays to the user (parameters, DataLoader batches, ``split_and_load``)."""
+    if not is_np_array():
+        return x
+    return _to_np(x)
+
+
+def _to_np(x):
+    from .ndarray import NDArray
+
+    if isinstance(x, NDArray):
+        return x if x._is_np else x._as_np()
+    if isinstance(x, list):
+        return [_to_np(v) for v in x]
+    if isinstance(x, tuple):
+        return tuple(_to_np(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _to_np(v) for k, v in x.items()}
+    return x

@@ -110,7 +110,7 @@ def test_training_loop_with_lagged_reader():
             v = r.push(loss)
             if v is not None:
                 lagged.append(v)
-            direct.append(float(loss.mean().asnumpy()))
+            direct.append(float(loss.mean().asscalar()))
     lagged.append(r.flush())
     assert_allclose(lagged, direct, rtol=1e-5)
     assert lagged[-1] < lagged[0]

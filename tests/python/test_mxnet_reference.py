@@ -40,16 +40,6 @@ _spec = importlib.util.spec_from_file_location(
 record_mxnet = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(record_mxnet)
 
-# Reductions over all axes, and indexing every axis with an integer, return 0-d arrays in
-# ferromx where MXNet returns shape (1,) (documented). For cases matching this pattern a
-# result of shape () is accepted where MXNet recorded (1,).
-_FULL_REDUCTION = re.compile(
-    r"^nd\.(sum|mean|prod|nansum|nanprod|max|min|norm|argmax|argmin)\("
-    r"|\.(sum|mean|prod|max|min|norm)\(\)$"
-    r"|\)(\[-?\d+(, ?-?\d+)*\])+$"
-    r"|; y=x(\[-?\d+\])+; R=y$"
-)
-
 _INT_ARRAY = r"nd\.array\(A\(\[[^]]*\]\),dtype='u?int\d+'\)"
 _FLOAT_MATH = (
     "sqrt|rsqrt|cbrt|exp|expm1|log|log2|log10|log1p|sin|cos|tan|arcsin|arccos|arctan|sinh"
@@ -64,12 +54,6 @@ _BOOL_NP_INDEX = r"(np\.array\(\[+(True|False)|\[(True|False),|\[(True|False)\]$
 
 KNOWN_DIFFERENCES = {
     # --- documented in docs/architecture.md, "Documented differences from MXNet 1.9.1"
-    r"^(str\()?nd\.array\(A\([^()]*\)\)\)?$": (
-        "nd.array(numpy_array) keeps the NumPy dtype (MXNet converts to float32)"
-    ),
-    r"^str\(nd\.array\(np\.random\.RandomState\(0\)\.randn\([\d,]+\)(\*1000)?\)\)$": (
-        "nd.array(numpy_array) keeps the NumPy dtype (float64 prints with more digits)"
-    ),
     r"^nd\.sign\(.*np\.nan": "sign(nan) is NaN (MXNet gives 0)",
     r"^nd\.(sum|prod|nansum|nanprod|mean)\(.*dtype='bool'\)": (
         "sums/products of bool arrays are int64 and means float32 (NumPy); MXNet returns bool"
@@ -148,12 +132,6 @@ KNOWN_DIFFERENCES = {
     r"^nd\.exp\(nd\.ones\(\(2,3\)\), foo=1\)$": (
         "unknown keyword arguments raise TypeError; MXNet ignores them"
     ),
-    r"^nd\.dot\(nd\.array\(np\.random\.RandomState\(1\)\.randn\(\*\((\d),\)\),dtype='float32'\),"
-    r"nd\.array\(np\.random\.RandomState\(2\)\.randn\(\*\(\1,\)\),dtype='float32'\),"
-    r"transpose_a=False,transpose_b=False\)$|^nd\.dot\(nd\.ones\(\(3,\)\), nd\.ones\(\(3,\)\)\)$": (
-        "dot of two 1-D vectors returns a 0-d array; MXNet returns shape (1,) (not listed "
-        "among the documented 0-d differences)"
-    ),
     r"^nd\.arange\(0, 5, np\.inf\)$": "arange with an infinite step raises; MXNet returns []",
     r"^nd\.linspace\(np\.nan, 1, 3\)$": (
         "linspace(nan, 1, 3) ends in 1.0 (endpoint set exactly); MXNet gives all NaN"
@@ -162,10 +140,6 @@ KNOWN_DIFFERENCES = {
     # documented in docs/architecture.md (differences section)
     r"^nd\.take\(.*nd\.array\(\[[^]]*-\d[^]]*\]\).*mode='raise'\)$": (
         "take(mode='raise') accepts negative indices as NumPy does"
-    ),
-    r"^nd\.pick\(nd\.array\(\[1\.,2\.,3\.\]\),nd\.array\(\[2\]\),axis=0\)$": (
-        "picking along the only axis returns a 0-d array (like reductions over all axes); "
-        "MXNet returns shape (1,)"
     ),
     r"^nd\.clip\(nd\.arange\(6\)\.reshape\(\(2,3\)\),3,1\)$": (
         "clip with a_min > a_max follows NumPy (every element becomes a_max)"
@@ -315,9 +289,7 @@ def _cmp_array(expr, exp, got_shape, got_dtype, got_values):
     if got_dtype != exp["dtype"]:
         msgs.append(f"dtype: mxnet {exp['dtype']}, ferromx {got_dtype}")
     if got_shape != exp_shape:
-        zero_d = got_shape == () and exp_shape == (1,) and _FULL_REDUCTION.search(expr)
-        if not zero_d:
-            msgs.append(f"shape: mxnet {exp_shape}, ferromx {got_shape}")
+        msgs.append(f"shape: mxnet {exp_shape}, ferromx {got_shape}")
     want = _decode_values(exp)
     have = np.asarray(got_values)
     if want.size != have.size:

@@ -11,11 +11,14 @@ mod table;
 use convert::{engine_err, to_attrs, to_py_err, ErrorTypes, ERRORS};
 use ferromx::autograd;
 use ferromx::engine::Engine;
-use ndarray::{pre_push, wait_ticket, wrap, CopyTicket, PyND};
+use ndarray::{legacy_shape, pre_push, wait_ticket, wrap, wrap_as, CopyTicket, PyND, PyNp};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
 /// Runs a registered operator: `invoke(name, inputs, **attrs)`.
+///
+/// The results are `ferromx.numpy.ndarray`s when an input is one, else legacy
+/// `NDArray`s; legacy results follow MXNet's legacy shapes (see [`legacy_shape`]).
 #[pyfunction]
 #[pyo3(signature = (name, inputs, **attrs))]
 fn invoke(
@@ -24,15 +27,46 @@ fn invoke(
     inputs: Vec<Option<PyRef<'_, PyND>>>,
     attrs: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<Py<PyAny>> {
+    invoke_as(py, name, &inputs, attrs, false)
+}
+
+/// `invoke` whose results are always `ferromx.numpy.ndarray`s (the `np` creation functions).
+#[pyfunction]
+#[pyo3(signature = (name, inputs, **attrs))]
+fn invoke_np(
+    py: Python<'_>,
+    name: &str,
+    inputs: Vec<Option<PyRef<'_, PyND>>>,
+    attrs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Py<PyAny>> {
+    invoke_as(py, name, &inputs, attrs, true)
+}
+
+/// A reduction (it declares `keepdims`): in MXNet's legacy API it gives shape `(1,)` even
+/// for a 0-d input.
+fn is_reduction(name: &str) -> bool {
+    ferromx::opdef::find(name).is_some_and(|d| d.params.iter().any(|p| p.name == "keepdims"))
+}
+
+fn invoke_as(
+    py: Python<'_>,
+    name: &str,
+    inputs: &[Option<PyRef<'_, PyND>>],
+    attrs: Option<&Bound<'_, PyDict>>,
+    force_np: bool,
+) -> PyResult<Py<PyAny>> {
     let ins: Vec<Option<ferromx::NDArray>> = inputs.iter().map(|x| x.as_ref().map(|x| x.a.clone())).collect();
+    let np = force_np || inputs.iter().any(|x| x.as_ref().is_some_and(|x| x.np));
+    let lift = !np && (ins.iter().any(|x| x.as_ref().is_some_and(|x| x.ndim() > 0)) || is_reduction(name));
     let a = to_attrs(attrs)?;
     pre_push(py);
     let outs = ferromx::opdef::invoke(name, &ins, &a).map_err(to_py_err)?;
     if outs.len() == 1 {
         let o = outs.into_iter().next().expect("one output");
-        return Ok(wrap(py, o)?.into_any());
+        return Ok(wrap_as(py, legacy_shape(o, lift)?, np)?.into_any());
     }
-    let v: Vec<Py<PyND>> = outs.into_iter().map(|o| wrap(py, o)).collect::<PyResult<_>>()?;
+    let v: Vec<Py<PyND>> =
+        outs.into_iter().map(|o| wrap_as(py, legacy_shape(o, lift)?, np)).collect::<PyResult<_>>()?;
     Ok(PyList::new(py, v)?.into_any().unbind())
 }
 
@@ -41,7 +75,7 @@ fn invoke(
 fn copy_to_context(py: Python<'_>, arr: PyRef<'_, PyND>, ctx: &str) -> PyResult<Py<PyND>> {
     let c = convert::parse_ctx(ctx)?;
     pre_push(py);
-    wrap(py, ferromx::ops::copy_to_ctx(&arr.a, c).map_err(to_py_err)?)
+    wrap_as(py, ferromx::ops::copy_to_ctx(&arr.a, c).map_err(to_py_err)?, arr.np)
 }
 
 /// Wraps a DLPack capsule (or an object with `__dlpack__`) without copying.
@@ -91,12 +125,16 @@ fn backward(
     let h: Vec<ferromx::NDArray> = heads.iter().map(|x| x.a.clone()).collect();
     let mut hg: Vec<Option<ferromx::NDArray>> = head_grads.iter().map(|x| x.as_ref().map(|x| x.a.clone())).collect();
     hg.resize(h.len(), None);
+    let var_np: Vec<bool> = variables.as_ref().map(|v| v.iter().map(|x| x.np).collect()).unwrap_or_default();
     let vars: Option<Vec<ferromx::NDArray>> = variables.map(|v| v.iter().map(|x| x.a.clone()).collect());
     let prev = autograd::set_training(train_mode);
     let r = autograd::backward(&h, &hg, retain_graph, create_graph, vars.as_deref());
     autograd::set_training(prev);
     let r = r.map_err(to_py_err)?;
-    r.into_iter().map(|g| g.map(|g| wrap(py, g)).transpose()).collect()
+    r.into_iter()
+        .enumerate()
+        .map(|(i, g)| g.map(|g| wrap_as(py, g, var_np.get(i).copied().unwrap_or(false))).transpose())
+        .collect()
 }
 
 /// Marks arrays as variables with given gradient buffers and requests.
@@ -121,13 +159,14 @@ fn record_custom(inputs: Vec<PyRef<'_, PyND>>, outputs: Vec<PyRef<'_, PyND>>, fu
     }
     let outrefs: Vec<&ferromx::NDArray> = outs.iter().collect();
     let n_in = ins.len();
+    let np = outputs.iter().any(|x| x.np);
     autograd::record(
         "_CustomFunction",
         &inrefs,
         &outrefs,
         Box::new(move |g| {
             Python::attach(|py| -> PyResult<Vec<Option<ferromx::NDArray>>> {
-                let args: Vec<Py<PyND>> = g.iter().map(|x| wrap(py, x.clone())).collect::<PyResult<_>>()?;
+                let args: Vec<Py<PyND>> = g.iter().map(|x| wrap_as(py, x.clone(), np)).collect::<PyResult<_>>()?;
                 let r = func.call1(py, PyTuple::new(py, args)?)?;
                 let list: Vec<PyRef<'_, PyND>> = r.extract(py)?;
                 if list.len() != n_in {
@@ -197,8 +236,10 @@ fn _sleep_op(py: Python<'_>, arr: PyRef<'_, PyND>, ms: u64) {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyND>()?;
+    m.add_class::<PyNp>()?;
     m.add_class::<CopyTicket>()?;
     m.add_function(wrap_pyfunction!(invoke, m)?)?;
+    m.add_function(wrap_pyfunction!(invoke_np, m)?)?;
     m.add_function(wrap_pyfunction!(table::op_table, m)?)?;
     m.add_function(wrap_pyfunction!(table::op_infer, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::array_from_buffer, m)?)?;

@@ -18,17 +18,45 @@ use std::time::Duration;
 #[pyclass(name = "NDArray", module = "ferromx._native", subclass, weakref)]
 pub struct PyND {
     pub(crate) a: NDArray,
+    /// Whether this object is a `ferromx.numpy.ndarray` (the [`PyNp`] subclass): results
+    /// of its ops are created as that class too, with NumPy semantics.
+    pub(crate) np: bool,
 }
 
-/// Wraps a result.
+/// `ferromx.numpy.ndarray`: the same handle as [`PyND`] (storage, engine var, autograd)
+/// with MXNet's `np` semantics. The Python package adds the NumPy-style methods to it.
+#[pyclass(name = "ndarray", module = "ferromx._native", extends = PyND, subclass)]
+pub struct PyNp;
+
+/// Wraps a result as a legacy `NDArray`.
 ///
 /// Under `FERROMX_ENGINE_TYPE=NaiveEngine` the op that produced `a` has already run
 /// on this thread, so its failure is raised here, at the line that pushed it.
 pub fn wrap(py: Python<'_>, a: NDArray) -> PyResult<Py<PyND>> {
+    wrap_as(py, a, false)
+}
+
+/// Wraps a result as a `ferromx.numpy.ndarray` when `np`, else as a legacy `NDArray`
+/// (one object either way: no Python-level wrapper).
+pub fn wrap_as(py: Python<'_>, a: NDArray, np: bool) -> PyResult<Py<PyND>> {
     if Engine::global().is_naive() {
         a.wait_to_read().map_err(crate::convert::to_py_err)?;
     }
-    Py::new(py, PyND { a })
+    if np {
+        let init = pyo3::PyClassInitializer::from(PyND { a, np: true }).add_subclass(PyNp);
+        return Ok(Bound::new(py, init)?.into_super().unbind());
+    }
+    Py::new(py, PyND { a, np: false })
+}
+
+/// MXNet's legacy operators never turn a non-scalar input into a 0-d result: full
+/// reductions and the dot of two vectors have shape `(1,)`. Applied to legacy results
+/// (a view, recorded for autograd); NumPy-semantics results keep their 0-d shape.
+pub fn legacy_shape(a: NDArray, lift: bool) -> PyResult<NDArray> {
+    if lift && a.ndim() == 0 {
+        return ops::reshape_to(&a, Shape::new(&[1])).map_err(to_py_err);
+    }
+    Ok(a)
 }
 
 /// Prepares a push from Python: releases the GIL while the engine is over its
@@ -69,13 +97,14 @@ pub fn wait_label(py: Python<'_>, call: &str) -> Option<std::sync::Arc<str>> {
 }
 
 enum Other {
-    Arr(NDArray),
+    Arr(NDArray, bool),
     Num(f64),
 }
 
 fn other_of(o: &Bound<'_, PyAny>) -> Option<Other> {
     if let Ok(x) = o.cast::<PyND>() {
-        return Some(Other::Arr(x.borrow().a.clone()));
+        let x = x.borrow();
+        return Some(Other::Arr(x.a.clone(), x.np));
     }
     if o.is_instance_of::<PyFloat>() || o.is_instance_of::<PyInt>() || o.is_instance_of::<PyBool>() {
         return o.extract::<f64>().ok().map(Other::Num);
@@ -91,23 +120,74 @@ fn other_of(o: &Bound<'_, PyAny>) -> Option<Other> {
     None
 }
 
-fn binop(py: Python<'_>, a: &NDArray, o: &Bound<'_, PyAny>, op: BinOp, reverse: bool) -> PyResult<Py<PyAny>> {
+fn is_comparison(op: BinOp) -> bool {
+    matches!(op, BinOp::Eq | BinOp::Ne | BinOp::Gt | BinOp::Ge | BinOp::Lt | BinOp::Le)
+}
+
+/// MXNet's `np` true division: integer and bool operands divide in float32.
+fn np_div_operand(a: &NDArray) -> PyResult<NDArray> {
+    if a.dtype().is_float() {
+        Ok(a.clone())
+    } else {
+        ops::astype(a, ferromx::DType::F32).map_err(to_py_err)
+    }
+}
+
+/// As in MXNet, a comparison is differentiable with a zero gradient (so `backward`
+/// through `x > y` works and writes zeros).
+fn record_zero_grad(op: BinOp, ins: &[NDArray], out: &NDArray) {
+    let refs: Vec<&NDArray> = ins.iter().collect();
+    if !ferromx::autograd::needs_record(&refs) {
+        return;
+    }
+    let metas: Vec<(Shape, ferromx::DType, ferromx::Context)> =
+        ins.iter().map(|x| (x.shape().clone(), x.dtype(), x.ctx())).collect();
+    ferromx::autograd::record(
+        op.name(),
+        &refs,
+        &[out],
+        Box::new(move |_g| metas.iter().map(|(s, d, c)| ops::zeros(s.clone(), *d, *c).map(Some)).collect()),
+    );
+}
+
+fn binop(py: Python<'_>, a: &NDArray, np: bool, o: &Bound<'_, PyAny>, op: BinOp, reverse: bool) -> PyResult<Py<PyAny>> {
     let Some(other) = other_of(o) else {
         return Ok(py.NotImplemented());
     };
     pre_push(py);
-    let r = match other {
-        Other::Arr(b) => {
-            if reverse {
-                ops::binary(op, &b, a)
-            } else {
-                ops::binary(op, a, &b)
+    let ins: Vec<NDArray> = match &other {
+        Other::Arr(b, _) => vec![a.clone(), b.clone()],
+        Other::Num(_) => vec![a.clone()],
+    };
+    let (np, r) = match other {
+        Other::Arr(b, bnp) => {
+            let np = np || bnp;
+            let (x, y) = if reverse { (&b, a) } else { (a, &b) };
+            if np && op == BinOp::Sub && x.dtype() == ferromx::DType::Bool && y.dtype() == ferromx::DType::Bool {
+                return Err(PyTypeError::new_err(
+                    "subtract: bool arrays cannot be subtracted (use logical_xor or ^ instead)",
+                ));
             }
+            let r = if np && op == BinOp::Div && !(x.dtype().is_float() && y.dtype().is_float()) {
+                ops::binary(op, &np_div_operand(x)?, &np_div_operand(y)?)
+            } else {
+                ops::binary(op, x, y)
+            };
+            (np, r)
         }
-        Other::Num(s) => ops::user_scalar_op(op, a, s, reverse),
+        Other::Num(s) if np && op == BinOp::Div && !a.dtype().is_float() => {
+            (np, ops::scalar_op(op, &np_div_operand(a)?, s, reverse))
+        }
+        Other::Num(s) => (np, ops::user_scalar_op(op, a, s, reverse)),
+    };
+    let mut r = r.map_err(to_py_err)?;
+    if is_comparison(op) {
+        if np && r.dtype() != ferromx::DType::Bool {
+            r = ops::astype(&r, ferromx::DType::Bool).map_err(to_py_err)?;
+        }
+        record_zero_grad(op, &ins, &r);
     }
-    .map_err(to_py_err)?;
-    Ok(wrap(py, r)?.into_any())
+    Ok(wrap_as(py, r, np)?.into_any())
 }
 
 fn inplace(py: Python<'_>, slf: &Bound<'_, PyND>, o: &Bound<'_, PyAny>, op: BinOp) -> PyResult<()> {
@@ -121,7 +201,7 @@ fn inplace(py: Python<'_>, slf: &Bound<'_, PyND>, o: &Bound<'_, PyAny>, op: BinO
     };
     pre_push(py);
     match other {
-        Other::Arr(b) => ops::binary_inplace(op, &a, &b),
+        Other::Arr(b, _) => ops::binary_inplace(op, &a, &b),
         Other::Num(s) => ops::scalar_inplace(op, &a, s),
     }
     .map_err(to_py_err)
@@ -255,40 +335,40 @@ impl PyND {
     }
 
     fn __add__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Add, false)
+        binop(py, &self.a, self.np, o, BinOp::Add, false)
     }
     fn __radd__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Add, true)
+        binop(py, &self.a, self.np, o, BinOp::Add, true)
     }
     fn __sub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Sub, false)
+        binop(py, &self.a, self.np, o, BinOp::Sub, false)
     }
     fn __rsub__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Sub, true)
+        binop(py, &self.a, self.np, o, BinOp::Sub, true)
     }
     fn __mul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Mul, false)
+        binop(py, &self.a, self.np, o, BinOp::Mul, false)
     }
     fn __rmul__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Mul, true)
+        binop(py, &self.a, self.np, o, BinOp::Mul, true)
     }
     fn __truediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Div, false)
+        binop(py, &self.a, self.np, o, BinOp::Div, false)
     }
     fn __rtruediv__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Div, true)
+        binop(py, &self.a, self.np, o, BinOp::Div, true)
     }
     fn __mod__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Mod, false)
+        binop(py, &self.a, self.np, o, BinOp::Mod, false)
     }
     fn __rmod__(&self, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Mod, true)
+        binop(py, &self.a, self.np, o, BinOp::Mod, true)
     }
     fn __pow__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, _m: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Pow, false)
+        binop(py, &self.a, self.np, o, BinOp::Pow, false)
     }
     fn __rpow__(&self, py: Python<'_>, o: &Bound<'_, PyAny>, _m: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        binop(py, &self.a, o, BinOp::Pow, true)
+        binop(py, &self.a, self.np, o, BinOp::Pow, true)
     }
     fn __iadd__(slf: &Bound<'_, Self>, py: Python<'_>, o: &Bound<'_, PyAny>) -> PyResult<()> {
         inplace(py, slf, o, BinOp::Add)
@@ -314,18 +394,38 @@ impl PyND {
             CompareOp::Lt => BinOp::Lt,
             CompareOp::Le => BinOp::Le,
         };
-        binop(py, &self.a, o, b, false)
+        binop(py, &self.a, self.np, o, b, false)
     }
     fn __hash__(slf: &Bound<'_, Self>) -> isize {
         slf.as_ptr() as isize
     }
     fn __neg__(&self, py: Python<'_>) -> PyResult<Py<PyND>> {
         pre_push(py);
-        wrap(py, ops::unary(UnaryOp::Negative, &self.a).map_err(to_py_err)?)
+        let r = if self.np && self.a.dtype() == ferromx::DType::Bool {
+            // MXNet's np negates a bool array as int64
+            let x = ops::astype(&self.a, ferromx::DType::I64).map_err(to_py_err)?;
+            ops::unary(UnaryOp::Negative, &x)
+        } else {
+            ops::unary(UnaryOp::Negative, &self.a)
+        };
+        wrap_as(py, r.map_err(to_py_err)?, self.np)
     }
     fn __abs__(&self, py: Python<'_>) -> PyResult<Py<PyND>> {
         pre_push(py);
-        wrap(py, ops::unary(UnaryOp::Abs, &self.a).map_err(to_py_err)?)
+        wrap_as(py, ops::unary(UnaryOp::Abs, &self.a).map_err(to_py_err)?, self.np)
+    }
+    /// Whether this is a `ferromx.numpy.ndarray` (NumPy semantics).
+    #[getter]
+    fn _is_np(&self) -> bool {
+        self.np
+    }
+    /// The same array (storage, engine var, autograd entry) as a `ferromx.numpy.ndarray`.
+    fn _as_np(&self, py: Python<'_>) -> PyResult<Py<PyND>> {
+        wrap_as(py, self.a.clone(), true)
+    }
+    /// The same array (storage, engine var, autograd entry) as a legacy `NDArray`.
+    fn _as_nd(&self, py: Python<'_>) -> PyResult<Py<PyND>> {
+        wrap_as(py, self.a.clone(), false)
     }
     fn __len__(&self) -> PyResult<usize> {
         self.a.dims().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d NDArray"))
@@ -341,7 +441,7 @@ impl PyND {
     /// The gradient buffer (None if not attached).
     #[getter]
     fn grad(&self, py: Python<'_>) -> PyResult<Option<Py<PyND>>> {
-        self.a.grad().map(|g| wrap(py, g)).transpose()
+        self.a.grad().map(|g| wrap_as(py, g, self.np)).transpose()
     }
     /// The gradient request of this variable.
     #[getter]
@@ -369,7 +469,7 @@ impl PyND {
     }
     /// A handle cut from the autograd graph, sharing storage.
     fn detach(&self, py: Python<'_>) -> PyResult<Py<PyND>> {
-        wrap(py, self.a.detach())
+        wrap_as(py, self.a.detach(), self.np)
     }
     /// Whether backward wrote the gradient since the flag was cleared.
     fn grad_fresh(&self) -> bool {
@@ -380,12 +480,12 @@ impl PyND {
     }
     /// Reshape to an explicit shape (a view).
     fn _reshape(&self, py: Python<'_>, shape: Vec<usize>) -> PyResult<Py<PyND>> {
-        wrap(py, ops::reshape_to(&self.a, Shape::new(&shape)).map_err(to_py_err)?)
+        wrap_as(py, ops::reshape_to(&self.a, Shape::new(&shape)).map_err(to_py_err)?, self.np)
     }
     /// Strided slicing: list of (axis, begin, end, step) in normalised form.
     fn _slice(&self, py: Python<'_>, spec: Vec<(usize, usize, usize, i64)>) -> PyResult<Py<PyND>> {
         pre_push(py);
-        wrap(py, ops::slice_steps(&self.a, &spec).map_err(to_py_err)?)
+        wrap_as(py, ops::slice_steps(&self.a, &spec).map_err(to_py_err)?, self.np)
     }
     /// Writes `value` into the strided region.
     fn _slice_assign(
@@ -396,7 +496,7 @@ impl PyND {
     ) -> PyResult<()> {
         pre_push(py);
         let v = match other_of(value) {
-            Some(Other::Arr(v)) => v,
+            Some(Other::Arr(v, _)) => v,
             Some(Other::Num(s)) => NDArray::scalar(s, self.a.ctx()),
             None => return Err(PyTypeError::new_err("value must be an NDArray or a number")),
         };
@@ -410,13 +510,13 @@ impl PyND {
         pre_push(py);
         let a = self.a.clone();
         let r = py.detach(move || a.index(&idx)).map_err(to_py_err)?;
-        wrap(py, r)
+        wrap_as(py, r, self.np)
     }
     /// NumPy-style `x[key] = value` (value broadcast to the selection), in place.
     fn _index_assign(&self, py: Python<'_>, key: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
         let idx = parse_index(key)?;
         let v = match other_of(value) {
-            Some(Other::Arr(v)) => v,
+            Some(Other::Arr(v, _)) => v,
             Some(Other::Num(s)) => NDArray::scalar(s, self.a.ctx()),
             None => return Err(PyTypeError::new_err("value must be an NDArray or a number")),
         };
@@ -435,7 +535,7 @@ impl PyND {
         let j = j as usize;
         let s = ops::slice_steps(&self.a, &[(0, j, j + 1, 1)]).map_err(to_py_err)?;
         let d = self.a.dims()[1..].to_vec();
-        wrap(py, ops::reshape_to(&s, Shape::new(&d)).map_err(to_py_err)?)
+        wrap_as(py, ops::reshape_to(&s, Shape::new(&d)).map_err(to_py_err)?, self.np)
     }
     /// DLPack export sharing memory; waits for pending writes first. With
     /// `max_version >= (1, 0)` the capsule is versioned (writable unless
@@ -489,25 +589,28 @@ impl PyND {
         let m = py.import("ferromx.ndarray.ndarray")?;
         let f = m.getattr("_rebuild")?;
         let np = self.a.to_bytes().map_err(to_py_err)?;
-        let args = (pyo3::types::PyBytes::new(py, &np), shape_tuple(py, self.a.shape())?, self.a.dtype().name());
+        let args =
+            (pyo3::types::PyBytes::new(py, &np), shape_tuple(py, self.a.shape())?, self.a.dtype().name(), self.np);
         Ok(PyTuple::new(py, [f.into_any(), args.into_pyobject(py)?.into_any()])?.into_any().unbind())
     }
 }
 
-/// Creates an array by copying a C-contiguous buffer.
+/// Creates an array by copying a C-contiguous buffer (a `ferromx.numpy.ndarray` when `np`).
 #[pyfunction]
+#[pyo3(signature = (obj, shape, dtype, ctx, np=false))]
 pub fn array_from_buffer(
     py: Python<'_>,
     obj: &Bound<'_, PyAny>,
     shape: Vec<usize>,
     dtype: &str,
     ctx: &str,
+    np: bool,
 ) -> PyResult<Py<PyND>> {
     let dt = ferromx::DType::from_name(dtype).map_err(to_py_err)?;
     let c = crate::convert::parse_ctx(ctx)?;
     let buf = PyBuffer::<u8>::get(obj)?;
     let a = glue::with_bytes(&buf, |b| NDArray::from_bytes(b, Shape::new(&shape), dt, c))?.map_err(to_py_err)?;
-    wrap(py, a)
+    wrap_as(py, a, np)
 }
 
 /// Converts a Python index key (an entry or a tuple of entries) to [`Idx`]s.

@@ -429,6 +429,39 @@ class Block:
         print("-" * 80)
 
 
+class _FModule:
+    """``hybrid_forward``'s ``F``: the ``nd`` module, plus ``F.np`` and ``F.npx`` (MXNet's
+    NumPy-semantics namespaces), as MXNet's imperative ``F`` has them."""
+
+    def __getattr__(self, name):
+        if name == "np":
+            from .. import numpy as value
+        elif name == "npx":
+            from .. import numpy_extension as value
+        else:
+            value = getattr(nd, name)
+        self.__dict__[name] = value  # later lookups are plain attribute reads
+        return value
+
+    def __repr__(self):
+        return "<module 'ferromx.ndarray' (hybrid_forward F)>"
+
+
+_F = _FModule()
+
+
+def _check_output_kinds(block, out):
+    """MXNet refuses a block whose outputs mix ``np.ndarray`` and legacy ``NDArray``."""
+    if isinstance(out, (list, tuple)) and len(out) > 1:
+        kinds = {o._is_np for o in out if isinstance(o, NDArray)}
+        if len(kinds) > 1:
+            raise TypeError(
+                f"{type(block).__name__}: block outputs mix mx.np.ndarray and mx.nd.NDArray; "
+                "all outputs must be of the same type (use as_np_ndarray()/as_nd_ndarray())"
+            )
+    return out
+
+
 class HybridBlock(Block):
     """A block whose computation is written once against ``F`` (the ``nd`` module).
 
@@ -494,7 +527,7 @@ class HybridBlock(Block):
             for param in self._reg_params.values():
                 param._finish_deferred_init()
             params = self._param_data(ctx)
-        return self.hybrid_forward(nd, x, *args, **params)
+        return _check_output_kinds(self, self.hybrid_forward(_F, x, *args, **params))
 
     def hybrid_forward(self, F, x, *args, **kwargs):
         """Compute the output with operators from ``F``; subclasses override this."""

@@ -16,6 +16,7 @@ from .. import ndarray as nd
 from ..base import MXNetError
 from ..context import Context, cpu, current_context
 from ..ndarray import NDArray
+from ..util import _as_np_mode
 from ._param_io import (
     ParameterLoadError,
     _brief_print_list,
@@ -226,12 +227,13 @@ class Parameter:
         )
 
     def data(self, ctx=None):
-        """Return the data on ``ctx`` (the only copy when there is one context)."""
-        return self._check_and_get(self._data, ctx)
+        """Return the data on ``ctx`` (the only copy when there is one context); an
+        ``np.ndarray`` when NumPy-array semantics are on (``npx.set_np()``)."""
+        return _as_np_mode(self._check_and_get(self._data, ctx))
 
     def list_data(self):
         """Return the data on every context, in :meth:`list_ctx` order."""
-        return self._check_and_get(self._data, list)
+        return _as_np_mode(self._check_and_get(self._data, list))
 
     def _grad_list(self):
         datas = self._check_and_get(self._data, list)
@@ -242,8 +244,8 @@ class Parameter:
         return [d.grad for d in datas]
 
     def grad(self, ctx=None):
-        """Return the gradient buffer on ``ctx``."""
-        grads = self._grad_list()
+        """Return the gradient buffer on ``ctx`` (an ``np.ndarray`` in NumPy-array mode)."""
+        grads = _as_np_mode(self._grad_list())
         if ctx is None and len(grads) == 1:
             return grads[0]
         ctx = current_context() if ctx is None else ctx
@@ -254,7 +256,7 @@ class Parameter:
 
     def list_grad(self):
         """Return the gradient buffers on every context."""
-        return self._grad_list()
+        return _as_np_mode(self._grad_list())
 
     def list_ctx(self):
         """Return the contexts this parameter lives on (or will, when deferred)."""
@@ -338,7 +340,7 @@ class Parameter:
                 arrays.append(data)
             else:
                 arrays.append(data.copyto(ctx))
-        self._data = arrays
+        self._data = _as_np_mode(arrays)
         self._init_grad()
 
     def _init_grad(self):

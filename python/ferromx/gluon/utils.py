@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..ndarray import NDArray
+from ..util import _as_np_mode
 
 __all__ = ["check_sha1", "clip_global_norm", "split_and_load", "split_data"]
 
@@ -50,6 +51,7 @@ def split_and_load(data, ctx_list, batch_axis=0, even_split=True):
     """Split ``data`` along ``batch_axis`` and put slice ``i`` on ``ctx_list[i]``."""
     if not isinstance(data, NDArray):
         data = nd.array(np.asarray(data), ctx=ctx_list[0])
+    data = _as_np_mode(data)
     if len(ctx_list) == 1:
         return [data.as_in_context(ctx_list[0])]
     slices = split_data(data, len(ctx_list), batch_axis, even_split)

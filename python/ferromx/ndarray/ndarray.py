@@ -12,14 +12,16 @@ import numbers
 import numpy as np
 
 from .. import _native
+from .._sync import check as _check_sync
 from ..base import MXNetError, MXNetTypeError
 from ..context import Context, _ctx_str
-from .._sync import check as _check_sync
 
-__all__ = ["NDArray", "array", "empty", "invoke", "AsyncCopy"]
+__all__ = ["AsyncCopy", "NDArray", "array", "empty", "invoke", "py_slice"]
 
 NDArray = _native.NDArray
 invoke = _native.invoke
+#: Python's ``slice`` (MXNet's ``ndarray.py`` names it ``py_slice`` to keep it apart from ``nd.slice``)
+py_slice = slice
 
 _NP_DTYPES = {
     "float32": np.float32,
@@ -359,7 +361,25 @@ def _norm_index(self, key):
     return spec, tuple(final)
 
 
+def _legacy_scalar(self, res):
+    """MXNet's legacy ``NDArray`` has no 0-d arrays unless NumPy shape semantics are on:
+    ``x[1, 2]`` (and ``x[1]`` of a vector) gives shape ``(1,)``."""
+    if res.ndim == 0 and self.ndim > 0 and not self._is_np and not _np_shape():
+        return res._reshape([1])
+    return res
+
+
+def _np_shape():
+    from ..util import is_np_shape
+
+    return is_np_shape()
+
+
 def _getitem(self, key):
+    return _legacy_scalar(self, _getitem_impl(self, key))
+
+
+def _getitem_impl(self, key):
     if (
         isinstance(key, (numbers.Integral, np.integer))
         and not isinstance(key, bool)
@@ -538,7 +558,8 @@ def _numpy_getitem(self, key):
                     )
                 k = np.nonzero(k.reshape(-1) if k.ndim == 1 else k)[0] if k.ndim == 1 else None
                 if k is None:
-                    return array(self.asnumpy()[np.asarray(key[0])], ctx=self.context)
+                    return _like(self, array(self.asnumpy()[np.asarray(key[0])], ctx=self.context,
+                                             dtype=self._dtype_name))
             idx = array(k, dtype="int64", ctx=self.context)
         else:
             idx = k
@@ -552,7 +573,12 @@ def _numpy_getitem(self, key):
         return invoke("take", [self, idx], axis=0, mode="wrap")
     # general mixed advanced indexing: fall back to NumPy semantics
     np_key = tuple(_np_index(k) for k in key)
-    return array(self.asnumpy()[np_key], ctx=self.context, dtype=self._dtype_name)
+    return _like(self, array(self.asnumpy()[np_key], ctx=self.context, dtype=self._dtype_name))
+
+
+def _like(self, res):
+    """``res`` as the same kind of array as ``self`` (``np.ndarray`` or legacy ``NDArray``)."""
+    return res._as_np() if self._is_np and not res._is_np else res
 
 
 def _setitem(self, key, value):
@@ -681,9 +707,14 @@ _NP_WIDEN = {"int16": "int32", "uint16": "int32", "uint32": "int64", "uint64": "
 
 
 def _default_dtype(source_array):
-    """The dtype ``array`` gives ``source_array`` when none is asked for."""
-    if not isinstance(source_array, np.ndarray):
-        return "float32"
+    """The dtype ``array`` gives ``source_array`` when none is asked for: float32, as in
+    MXNet's ``nd.array`` (NumPy arrays included)."""
+    return "float32"
+
+
+def _np_default_dtype(source_array):
+    """The dtype ``np.array`` keeps for a NumPy array (ferromx lacks int16/uint16/uint32/
+    uint64: they widen without loss)."""
     dt = source_array.dtype
     if dt.name in _NP_DTYPES:
         return dt.name
@@ -708,17 +739,18 @@ def _to_np(source_array, np_dtype):
         return np.asarray(a.astype(np_dtype), order="C")
 
 
-def array(source_array, ctx=None, dtype=None):
+def array(source_array, ctx=None, dtype=None, _np=False):
     """Creates an NDArray by copying ``source_array`` (a NumPy array, list, scalar or NDArray).
 
-    Like MXNet, the default dtype is float32 for lists and scalars; NumPy arrays
-    keep their dtype (int16 and uint16 become int32, uint32 and uint64 int64).
-    Scalars and 0-d arrays give 0-d NDArrays, as in MXNet. Out-of-range values
+    Like MXNet, the default dtype is float32 (for lists, scalars and NumPy arrays of
+    any dtype). Scalars and 0-d arrays give 0-d NDArrays, as in MXNet. Out-of-range values
     wrap when cast to an integer dtype. Later writes to the source do not show
     in the result.
     """
     if isinstance(source_array, NDArray):
         res = source_array.copyto(ctx or source_array.context)
+        if res._is_np != bool(_np):
+            res = res._as_np() if _np else res._as_nd()
         return res.astype(dtype) if dtype is not None else res
     name = _default_dtype(source_array) if dtype is None else _dtype_name(dtype)
     np_name = "float32" if name == "bfloat16" else name
@@ -733,17 +765,17 @@ def array(source_array, ctx=None, dtype=None):
             f"array: cannot convert {type(source_array).__name__} to an NDArray: {e}"
         ) from e
     res = _native.array_from_buffer(
-        a.reshape(-1).view(np.uint8), list(a.shape), np_name, _ctx_str(ctx)
+        a.reshape(-1).view(np.uint8), list(a.shape), np_name, _ctx_str(ctx), _np
     )
     if name == "bfloat16":
         res = invoke("cast", [res], dtype="bfloat16")
     return res
 
 
-def _rebuild(data, shape, dtype):
-    """Unpickling helper."""
+def _rebuild(data, shape, dtype, is_np=False):
+    """Unpickling helper (``is_np``: rebuild a ``ferromx.numpy.ndarray``)."""
     return _native.array_from_buffer(
-        np.frombuffer(data, dtype=np.uint8).copy(), list(shape), dtype, _ctx_str(None)
+        np.frombuffer(data, dtype=np.uint8).copy(), list(shape), dtype, _ctx_str(None), is_np
     )
 
 
@@ -806,6 +838,20 @@ def _ones_like(self):
     return invoke("ones_like", [self])
 
 
+def _as_np_ndarray(self):
+    """This array as a ``ferromx.numpy.ndarray``, sharing storage, engine var and autograd
+    (zero-copy; a NumPy-semantics array returns itself)."""
+    return self if self._is_np else self._as_np()
+
+
+def _as_nd_ndarray(self):
+    """This array as a legacy ``NDArray``, sharing storage, engine var and autograd
+    (zero-copy; a legacy array returns itself)."""
+    return self._as_nd() if self._is_np else self
+
+
+NDArray.as_np_ndarray = _as_np_ndarray
+NDArray.as_nd_ndarray = _as_nd_ndarray
 NDArray.copy = _copy
 NDArray.__copy__ = _copy
 NDArray.__deepcopy__ = lambda self, memo: _copy(self)

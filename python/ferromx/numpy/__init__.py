@@ -1,190 +1,323 @@
-"""``ferromx.np``: a NumPy-compatible interface over NDArray.
+"""``ferromx.np``: MXNet's NumPy-semantics API.
 
-Arrays are the same ``NDArray`` type; functions follow NumPy's names and
-defaults (``np.array(list)`` is float32 as in MXNet's np; ``item()`` returns a
-Python scalar). Comparison results are bool arrays.
+Arrays are :class:`ndarray` (``ferromx.numpy.ndarray``), a subclass of the legacy
+``NDArray`` sharing its storage, engine and autograd (``as_np_ndarray()`` /
+``as_nd_ndarray()`` convert both ways without copying). Functions follow NumPy's names and
+MXNet 1.9.1's np semantics: Python lists become float32 (float64 after
+``npx.set_np(dtype=True)``), comparisons give bool arrays, full reductions 0-d arrays, and
+every result is an ``ndarray``.
 """
 
 import numpy as _onp
 
+from .. import _native
 from .. import ndarray as _nd
-from ..ndarray import NDArray as ndarray  # noqa: N813
-from ..context import current_context
+from ..context import _ctx_str, current_context  # noqa: F401
+from ..ndarray.ndarray import _dtype_name, _np_default_dtype, _shape_arg
+from .multiarray import _default_float, ndarray
 
 float32, float64, float16 = _onp.float32, _onp.float64, _onp.float16
 int8, int32, int64, uint8, bool_ = _onp.int8, _onp.int32, _onp.int64, _onp.uint8, _onp.bool_
+bool = _onp.bool_
 pi, e, inf, nan, newaxis = _onp.pi, _onp.e, _onp.inf, _onp.nan, None
+euler_gamma, PZERO, NZERO = _onp.euler_gamma, 0.0, -0.0
 
 
-def array(obj, dtype=None, ctx=None):
-    """Creates an array (float32 for Python lists, like MXNet's np)."""
-    if isinstance(obj, ndarray):
-        return obj.astype(dtype) if dtype is not None else obj.copy()
-    if dtype is None and not isinstance(obj, _onp.ndarray):
-        a = _onp.asarray(obj)
-        dtype = "bool" if a.dtype == _onp.bool_ else "float32"
-    return _nd.array(obj, ctx=ctx, dtype=dtype)
+def _np(r):
+    """``r`` (an array or a list of arrays) as ``ndarray``s (zero-copy)."""
+    if isinstance(r, list):
+        return [_np(x) for x in r]
+    return r if r._is_np else r._as_np()
 
 
-asarray = array
+def _dt(dtype):
+    return _default_float() if dtype is None else _dtype_name(dtype)
 
 
-def zeros(shape, dtype=None, ctx=None):
-    """Zeros."""
-    return _nd.zeros(shape, ctx=ctx, dtype=dtype)
+def array(object, dtype=None, ctx=None):
+    """Creates an ``ndarray`` by copying ``object``.
+
+    As in MXNet's np, Python lists and scalars become float32 (float64 after
+    ``npx.set_np(dtype=True)``), NumPy arrays keep their dtype, and an ``ndarray``
+    is copied (cast when ``dtype`` is given).
+    """
+    if isinstance(object, _nd.NDArray):
+        res = _np(object.copyto(ctx or object.context))
+        return res.astype(dtype) if dtype is not None else res
+    if dtype is None:
+        dtype = _np_default_dtype(object) if isinstance(object, _onp.ndarray) else _default_float()
+    return _nd.array(object, ctx=ctx, dtype=dtype, _np=True)
 
 
-def ones(shape, dtype=None, ctx=None):
-    """Ones."""
-    return _nd.ones(shape, ctx=ctx, dtype=dtype)
+def asarray(a, dtype=None, ctx=None):
+    """``a`` as an ``ndarray`` (itself when it already is one of that dtype)."""
+    if isinstance(a, ndarray) and (dtype is None or _dtype_name(dtype) == a._dtype_name):
+        return a
+    return array(a, dtype=dtype, ctx=ctx)
 
 
-def full(shape, fill_value, dtype=None, ctx=None):
-    """``fill_value`` everywhere."""
-    return _nd.full(shape, fill_value, ctx=ctx, dtype=dtype)
+def _fill(op, shape, value, dtype, ctx, order="C"):
+    if order != "C":
+        raise NotImplementedError(f"{op.strip('_')}: order={order!r} is not supported (only 'C')")
+    attrs = {"shape": _shape_arg(op, shape), "ctx": _ctx_str(ctx), "dtype": _dt(dtype)}
+    if value is not None:
+        attrs["value"] = float(value)
+    return _native.invoke_np(op, [], **attrs)
 
 
-def empty(shape, dtype=None, ctx=None):
-    """Uninitialised (zero-filled) array."""
-    return _nd.zeros(shape, ctx=ctx, dtype=dtype)
+def zeros(shape, dtype=None, order="C", ctx=None):
+    """An array of zeros (float32 unless ``dtype``)."""
+    return _fill("_zeros", shape, None, dtype, ctx, order)
 
 
-def zeros_like(a, dtype=None):
-    """Zeros like ``a``."""
-    return _nd.zeros_like(a) if dtype is None else _nd.zeros(a.shape, a.context, dtype)
+def ones(shape, dtype=None, order="C", ctx=None):
+    """An array of ones (float32 unless ``dtype``)."""
+    return _fill("_ones", shape, None, dtype, ctx, order)
 
 
-def ones_like(a, dtype=None):
-    """Ones like ``a``."""
-    return _nd.ones_like(a) if dtype is None else _nd.ones(a.shape, a.context, dtype)
+def full(shape, fill_value, dtype=None, order="C", ctx=None, out=None):
+    """``fill_value`` everywhere (float32 unless ``dtype``)."""
+    if isinstance(fill_value, _nd.NDArray):
+        res = _np(fill_value).astype(dtype or fill_value.dtype).broadcast_to(_shape_arg("full", shape))
+    else:
+        res = _fill("_full", shape, fill_value, dtype, ctx, order)
+    if out is not None:
+        out[...] = res
+        return out
+    return res
 
 
-def full_like(a, fill_value, dtype=None):
-    """``fill_value`` like ``a``."""
-    r = _nd.full_like(a, fill_value)
-    return r if dtype is None else r.astype(dtype)
+def empty(shape, dtype=None, order="C", ctx=None):
+    """An uninitialised array (ferromx fills it with zeros)."""
+    return zeros(shape, dtype=dtype, order=order, ctx=ctx)
+
+
+def zeros_like(a, dtype=None, order="C", ctx=None, out=None):
+    """Zeros with ``a``'s shape (and dtype unless ``dtype``)."""
+    return full_like(a, 0, dtype=dtype, ctx=ctx, out=out)
+
+
+def ones_like(a, dtype=None, order="C", ctx=None, out=None):
+    """Ones with ``a``'s shape (and dtype unless ``dtype``)."""
+    return full_like(a, 1, dtype=dtype, ctx=ctx, out=out)
+
+
+def full_like(a, fill_value, dtype=None, order="C", ctx=None, out=None):
+    """``fill_value`` with ``a``'s shape (and dtype unless ``dtype``)."""
+    dt = a._dtype_name if dtype is None else dtype
+    return full(a.shape, fill_value, dtype=dt, ctx=ctx or a.context, out=out)
+
+
+def empty_like(prototype, dtype=None, order="C", subok=False, shape=None):
+    """An uninitialised (zero) array like ``prototype``."""
+    return zeros(shape or prototype.shape, dtype=dtype or prototype._dtype_name,
+                 ctx=prototype.context)
 
 
 def arange(start, stop=None, step=1, dtype=None, ctx=None):
-    """NumPy arange (float32 default)."""
-    return _nd.arange(start, stop, step, ctx=ctx, dtype=dtype)
+    """Evenly spaced values in ``[start, stop)`` (float32 unless ``dtype``)."""
+    return _np(_nd.arange(start, stop, step, ctx=ctx, dtype=_dt(dtype)))
 
 
-def linspace(start, stop, num=50, endpoint=True, dtype=None, ctx=None):
-    """NumPy linspace."""
-    return _nd.linspace(start, stop, num, endpoint, ctx=ctx, dtype=dtype)
+def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, ctx=None):
+    """``num`` evenly spaced values from ``start`` to ``stop``."""
+    res = _np(_nd.linspace(start, stop, num, endpoint, ctx=ctx, dtype=_dt(dtype)))
+    if retstep:
+        div = (num - 1) if endpoint else num
+        return res, (stop - start) / div if div > 0 else float("nan")
+    return res
 
 
 def eye(N, M=None, k=0, dtype=None, ctx=None):
-    """Identity-like matrix."""
-    return _nd.eye(N, M or 0, k, ctx=ctx, dtype=dtype)
+    """A 2-d array with ones on diagonal ``k``."""
+    return _np(_nd.eye(N, M or 0, k, ctx=ctx, dtype=_dt(dtype)))
 
 
-def _axis(axis):
-    return axis
+def identity(n, dtype=None, ctx=None):
+    """The ``n`` x ``n`` identity."""
+    return eye(n, dtype=dtype, ctx=ctx)
 
 
-def sum(a, axis=None, keepdims=False):  # noqa: A001
-    """Sum over ``axis``."""
-    if axis == ():  # NumPy: reduce over no axes (nd, like MXNet, reads () as all)
-        return a.copy()
-    return _nd.sum(a, axis=axis, keepdims=keepdims)
+def sum(a, axis=None, dtype=None, out=None, keepdims=False):
+    """Sum over ``axis`` (bool sums are int64; a full sum is 0-d)."""
+    return asarray(a).sum(axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
 
-def mean(a, axis=None, keepdims=False):
-    """Mean over ``axis``."""
-    if axis == ():  # NumPy: reduce over no axes (nd, like MXNet, reads () as all)
-        return a.copy()
-    return _nd.mean(a, axis=axis, keepdims=keepdims)
+def mean(a, axis=None, dtype=None, out=None, keepdims=False):
+    """Mean over ``axis`` (integers average in float32)."""
+    return asarray(a).mean(axis=axis, dtype=dtype, out=out, keepdims=keepdims)
 
 
-def max(a, axis=None, keepdims=False):  # noqa: A001
+def max(a, axis=None, out=None, keepdims=False):
     """Max over ``axis``."""
-    if axis == ():  # NumPy: reduce over no axes (nd, like MXNet, reads () as all)
-        return a.copy()
-    return _nd.max(a, axis=axis, keepdims=keepdims)
+    return asarray(a).max(axis=axis, out=out, keepdims=keepdims)
 
 
-def min(a, axis=None, keepdims=False):  # noqa: A001
+def min(a, axis=None, out=None, keepdims=False):
     """Min over ``axis``."""
-    if axis == ():  # NumPy: reduce over no axes (nd, like MXNet, reads () as all)
-        return a.copy()
-    return _nd.min(a, axis=axis, keepdims=keepdims)
+    return asarray(a).min(axis=axis, out=out, keepdims=keepdims)
 
 
-def prod(a, axis=None, keepdims=False):
-    """Product over ``axis``."""
-    if axis == ():  # NumPy: reduce over no axes (nd, like MXNet, reads () as all)
-        return a.copy()
-    return _nd.prod(a, axis=axis, keepdims=keepdims)
+amax, amin = max, min
 
 
-def argmax(a, axis=None):
+def prod(a, axis=None, dtype=None, out=None, keepdims=False):
+    """Product over ``axis`` (bool products are int64)."""
+    return asarray(a).prod(axis=axis, dtype=dtype, out=out, keepdims=keepdims)
+
+
+def argmax(a, axis=None, out=None):
     """Indices of maxima (int64)."""
-    return _nd.argmax(a, axis=axis).astype("int64")
+    return asarray(a).argmax(axis=axis, out=out)
 
 
-def argmin(a, axis=None):
+def argmin(a, axis=None, out=None):
     """Indices of minima (int64)."""
-    return _nd.argmin(a, axis=axis).astype("int64")
+    return asarray(a).argmin(axis=axis, out=out)
 
 
-def dot(a, b):
-    """Matrix product."""
-    return _nd.dot(a, b)
+def dot(a, b, out=None):
+    """Dot product (two vectors give a 0-d array)."""
+    return _nd.dot(asarray(a), asarray(b), out=out)
 
 
 matmul = dot
 
 
-def reshape(a, newshape):
-    """Reshape."""
-    return a.reshape(newshape)
+def reshape(a, newshape, order="C"):
+    """``a``'s data in ``newshape`` (a new array, as MXNet's np)."""
+    return asarray(a).reshape(newshape, order=order)
+
+
+def ravel(x, order="C"):
+    """A 1-d copy."""
+    return asarray(x).reshape(-1, order=order)
+
+
+def squeeze(x, axis=None):
+    """Size-1 axes removed (a new array)."""
+    return asarray(x).squeeze(axis=axis)
+
+
+def expand_dims(a, axis):
+    """A new size-1 axis at ``axis`` (a new array)."""
+    a = asarray(a)
+    ax = axis + a.ndim + 1 if axis < 0 else axis
+    if not 0 <= ax <= a.ndim:
+        raise ValueError(f"expand_dims: axis {axis} is out of bounds for an array of "
+                         f"dimension {a.ndim}")
+    return a._reshape(list(a.shape[:ax]) + [1] + list(a.shape[ax:])).copy()
 
 
 def transpose(a, axes=None):
-    """Permute axes."""
-    return _nd.transpose(a, axes=axes)
+    """Permute axes (a new array)."""
+    return asarray(a).transpose(axes)
 
 
-def concatenate(seq, axis=0):
+def concatenate(seq, axis=0, out=None):
     """Join along ``axis``."""
-    return _nd.concat(*seq, dim=axis)
+    return _nd.concat(*[asarray(x) for x in seq], dim=axis, out=out)
 
 
-def stack(arrays, axis=0):
+def stack(arrays, axis=0, out=None):
     """Join along a new axis."""
-    return _nd.stack(*arrays, axis=axis)
+    return _nd.stack(*[asarray(x) for x in arrays], axis=axis, out=out)
 
 
-def where(condition, x, y):
-    """Select."""
-    return _nd.where(condition, x, y)
+def where(condition, x=None, y=None):
+    """Elements of ``x`` where ``condition`` holds, else of ``y`` (broadcast; scalars too)."""
+    if x is None and y is None:
+        return nonzero(condition)
+    condition = asarray(condition)
+    arrs = [v for v in (x, y) if isinstance(v, _nd.NDArray)]
+    dt = arrs[0]._dtype_name if arrs else _default_float()
+    shape = _onp.broadcast_shapes(condition.shape, *(v.shape for v in arrs))
+
+    def b(v):
+        if not isinstance(v, _nd.NDArray):
+            return full(shape, v, dtype=dt, ctx=condition.context)
+        v = _np(v)
+        return v if v.shape == shape else v.broadcast_to(shape)
+
+    c = condition if condition.shape == shape else condition.broadcast_to(shape)
+    return _nd.where(c, b(x), b(y))
 
 
-def clip(a, a_min, a_max):
-    """Clip."""
-    return _nd.clip(a, a_min, a_max)
+def nonzero(a):
+    """Indices of nonzero elements, one int64 array per axis."""
+    a = asarray(a)
+    idx = _onp.nonzero(a.asnumpy())
+    return tuple(array(i, dtype="int64", ctx=a.context) for i in idx)
 
 
-def _cmp(op):
-    def fn(x1, x2):
-        return getattr(_nd, op)(x1, x2).astype("bool")
+def clip(a, a_min, a_max, out=None):
+    """Values limited to ``[a_min, a_max]``."""
+    return _nd.clip(asarray(a), a_min, a_max, out=out)
 
-    fn.__name__ = op
+
+def _cmp(op, name):
+    def fn(x1, x2, out=None):
+        if not isinstance(x1, _nd.NDArray):
+            x1, x2 = x2, x1
+            rev = {"lesser": "greater", "greater": "lesser", "lesser_equal": "greater_equal",
+                   "greater_equal": "lesser_equal"}
+            return _cmp(rev.get(op, op), name)(x1, x2, out=out)
+        res = getattr(_nd, op)(asarray(x1), x2 if not isinstance(x2, _nd.NDArray) else
+                               asarray(x2)).astype("bool")
+        if out is not None:
+            out[...] = res
+            return out
+        return res
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (a bool array)."
     return fn
 
 
-equal, not_equal = _cmp("equal"), _cmp("not_equal")
-greater, greater_equal = _cmp("greater"), _cmp("greater_equal")
-less, less_equal = _cmp("lesser"), _cmp("lesser_equal")
+equal, not_equal = _cmp("equal", "equal"), _cmp("not_equal", "not_equal")
+greater, greater_equal = _cmp("greater", "greater"), _cmp("greater_equal", "greater_equal")
+less, less_equal = _cmp("lesser", "less"), _cmp("lesser_equal", "less_equal")
 
 
-from .. import _op_gen as _gen  # noqa: E402
+def logical_and(x1, x2, out=None):
+    """Elementwise logical and (a bool array)."""
+    return _logic("broadcast_logical_and", x1, x2, out)
+
+
+def logical_or(x1, x2, out=None):
+    """Elementwise logical or (a bool array)."""
+    return _logic("broadcast_logical_or", x1, x2, out)
+
+
+def logical_xor(x1, x2, out=None):
+    """Elementwise logical xor (a bool array)."""
+    return _logic("broadcast_logical_xor", x1, x2, out)
+
+
+def _logic(op, x1, x2, out):
+    x1 = asarray(x1)
+    x2 = asarray(x2) if isinstance(x2, _nd.NDArray) else full(x1.shape, x2, ctx=x1.context)
+    res = _native.invoke(op, [x1, x2]).astype("bool")
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
+def logical_not(x, out=None):
+    """Elementwise logical not (a bool array)."""
+    res = _native.invoke("logical_not", [asarray(x)]).astype("bool")
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
+from .. import _op_gen as _gen
 
 _gen.install_aliases(globals(), "np", _nd)
 
-from . import random  # noqa: E402,F401
-
-
-from .io import load as load, save as save, savez as savez  # noqa: E402
+from . import random  # noqa: F401
+from .io import load as load
+from .io import save as save
+from .io import savez as savez

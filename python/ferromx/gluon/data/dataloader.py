@@ -32,6 +32,7 @@ import numpy as np
 from ... import context as _context
 from ... import ndarray as nd
 from ...ndarray import NDArray
+from ...util import _as_np_mode
 from . import _workers
 from . import sampler as _sampler
 from ._workers import DataLoaderTimeoutError, DataLoaderWorkerError
@@ -191,7 +192,7 @@ class DataLoader:
     def _serial_iter(self):
         for indices in self._batch_sampler:
             batch = self._make_batch(indices)
-            yield _in_context(batch, self._out_ctx()) if self._pin_memory else batch
+            yield _as_np_mode(_in_context(batch, self._out_ctx()) if self._pin_memory else batch)
 
     def _ensure_pool(self):
         if self._pool is not None and self._pool.broken:
@@ -227,7 +228,7 @@ class DataLoader:
                 nxt = next(batches, None)
                 if nxt is not None:
                     pending.append(pool.submit(nxt))
-                yield pool.result(pending.popleft(), self._timeout, ctx)
+                yield _as_np_mode(pool.result(pending.popleft(), self._timeout, ctx))
         finally:
             for handle in pending:
                 pool.abandon(handle)
@@ -262,7 +263,7 @@ class DataLoader:
                 nxt = next(batches, None)
                 if nxt is not None:
                     pending.append(pool.submit(self._make_batch, nxt))
-                yield batch
+                yield _as_np_mode(batch)
         finally:
             for future in pending:
                 future.cancel()
