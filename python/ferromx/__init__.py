@@ -13,6 +13,8 @@ from .context import Context, cpu, gpu, cpu_pinned, cpu_shared, current_context,
 from . import ndarray
 from . import ndarray as nd
 from . import autograd
+from . import symbol
+from . import symbol as sym
 from . import engine
 from . import random
 from . import profiler
