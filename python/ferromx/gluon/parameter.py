@@ -272,8 +272,20 @@ class Parameter:
             g[:] = 0
 
     def var(self):
-        """Symbols do not exist in ferromx; always raises ``NotImplementedError``."""
-        raise NotImplementedError("ferromx has no symbolic API (Parameter.var)")
+        """The variable (``mx.sym.var``) standing for this parameter in traced graphs,
+        with its shape, dtype, initializer and multipliers as attributes (cached; the
+        shape attribute follows later shape changes)."""
+        from .. import symbol
+
+        var = getattr(self, "_var", None)
+        if var is None:
+            var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
+                             lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
+                             stype=self._stype)
+            self._var = var
+        elif self.shape is not None:
+            var._heads[0][0].attrs["__shape__"] = str(tuple(self.shape))
+        return var
 
     # ---- initialization --------------------------------------------------------------------
     def initialize(self, init=None, ctx=None, default_init=None, force_reinit=False):
