@@ -13,9 +13,11 @@ The native calls are recorded by autograd as usual, so gradients flow to the par
 import warnings
 
 from .. import symbol as _sym
+from ..context import Context
 from ..ndarray import NDArray
 from ..symbol.executor import Plan
 from ..symbol.symbol import Symbol
+from .parameter import DATA_GENERATION
 
 __all__ = ["CachedGraph", "SymbolBlock", "flatten", "regroup"]
 
@@ -74,7 +76,7 @@ class CachedGraph:
     other input variable is a parameter of ``params`` (by name).
     """
 
-    __slots__ = ("data_names", "graph", "out_fmt", "params", "plan", "slots")
+    __slots__ = ("_cache", "data_names", "graph", "out_fmt", "params", "plan", "slots")
 
     def __init__(self, graph, data_names, params, out_fmt):
         self.graph = graph
@@ -89,16 +91,45 @@ class CachedGraph:
         self.plan = Plan(graph, inputs)
         self.slots = [("d", self.data_names.index(n)) if n in self.data_names else
                       ("p", params[n]) for n in inputs]
+        # (ctx, DATA_GENERATION, slot values with the parameters' arrays, data positions)
+        self._cache = None
+
+    def _values(self, args, ctx):
+        cache = self._cache
+        if cache is not None and cache[0] == ctx and cache[1] == DATA_GENERATION[0]:
+            vals = cache[2].copy()
+            for i, k in cache[3]:
+                vals[i] = args[k]
+            return vals
+        vals = self._slow_values(args, ctx)
+        data_pos = [(i, x) for i, (kind, x) in enumerate(self.slots) if kind == "d"]
+        template = list(vals)
+        for i, _ in data_pos:
+            template[i] = None
+        self._cache = (ctx, DATA_GENERATION[0], template, data_pos)
+        return vals
+
+    def _slow_values(self, args, ctx):
+        vals = []
+        for kind, x in self.slots:
+            if kind == "d":
+                vals.append(args[x])
+            else:
+                vals.append(x.data(Context(*ctx) if ctx is not None else None))
+        return vals
 
     def run(self, args, ctx):
-        """Outputs for NDArray ``args``, regrouped as ``hybrid_forward`` returned them."""
-        vals = [args[x] if kind == "d" else x.data(ctx) for kind, x in self.slots]
-        outs = self.plan.run(vals)
+        """Outputs for NDArray ``args``, regrouped as ``hybrid_forward`` returned them
+        (``ctx``: the arguments' native context, which parameters' copies must match)."""
+        outs = self.plan.run(self._values(args, ctx))
+        if self.out_fmt == 0:
+            return outs[0]
         return regroup(outs, self.out_fmt)[0]
 
 
 def _signature(args):
-    return tuple((a.shape, a.dtype, a.context) if isinstance(a, NDArray) else a for a in args)
+    return tuple((a.shape, a._dtype_name, a._ctx) if isinstance(a, NDArray) else a
+                 for a in args)
 
 
 def _data_names(n):
@@ -118,7 +149,10 @@ def trace(block, args):
 def call_cached(block, x, args):
     """The hybridized forward of ``block``: trace once per signature, then run the plan."""
     full = (x, *args)
-    key = _signature(full)
+    if not args and type(x) is NDArray:
+        key = ((x.shape, x._dtype_name, x._ctx),)
+    else:
+        key = _signature(full)
     entry = block._cached_graphs.get(key)
     if entry is None:
         graph, data_names, fmt = trace(block, full)
@@ -135,7 +169,7 @@ def call_cached(block, x, args):
         entry = CachedGraph(graph, data_names, params, fmt)
         block._cached_graphs[key] = entry
         block._cached_graph = ([_sym.var(n) for n in data_names], graph)
-    ctx = x.context if isinstance(x, NDArray) else None
+    ctx = x._ctx if isinstance(x, NDArray) else None
     return entry.run([a for a in full if a is not None], ctx)
 
 
@@ -255,7 +289,7 @@ def _make_symbol_block():
                 _init_deferred(graph, self._sym_inputs, full, params)
                 entry = CachedGraph(graph, self._sym_inputs, params, self._out_format)
                 self._cached_graphs[key] = entry
-            return entry.run(list(full), x.context)
+            return entry.run(list(full), x._ctx)
 
         def hybrid_forward(self, F, x, *args, **kwargs):
             raise NotImplementedError("SymbolBlock runs its graph (forward)")

@@ -464,6 +464,14 @@ class HybridBlock(Block):
         super().register_child(block, name)
         self._clear_cached_op()
 
+    def __call__(self, x, *args):
+        """Hooks around :meth:`forward`; a hybridized block without hooks goes straight
+        to its cached graph."""
+        if (self._active and type(x) is NDArray and not self._forward_hooks
+                and not self._forward_pre_hooks and type(self).forward is HybridBlock.forward):
+            return _hybrid.call_cached(self, x, args)
+        return super().__call__(x, *args)
+
     def _clear_cached_op(self):
         self._cached_graphs = {}
         self._cached_graph = ()

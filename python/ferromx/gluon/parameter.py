@@ -72,6 +72,11 @@ def _to_nd_like(value, arr):
 
 
 # ---- Parameter ------------------------------------------------------------------------------
+#: Bumped whenever any parameter's data list is replaced (hybridized graphs cache the
+#: arrays they feed and re-fetch them when this changes).
+DATA_GENERATION = [0]
+
+
 class Parameter:
     """A weight of a Block: data on one or more contexts plus its gradient.
 
@@ -132,6 +137,15 @@ class Parameter:
         self._stype = stype
         self._grad_stype = grad_stype
         self.grad_req = grad_req
+
+    @property
+    def _data(self):
+        return self.__dict__["_data_list"]
+
+    @_data.setter
+    def _data(self, value):
+        DATA_GENERATION[0] += 1
+        self.__dict__["_data_list"] = value
 
     def __repr__(self):
         return f"Parameter {self.name} (shape={self.shape}, dtype={_dtype_name(self.dtype)})"

@@ -43,7 +43,8 @@ class Plan:
             nout = node.num_outputs()
             for i in range(nout):
                 slot[(id(node), i)] = n + i
-            kwargs = _spec.typed_attrs(node.op, node.attrs, _ctx_str)
+            kwargs = _without_defaults(node.op, _spec.typed_attrs(node.op, node.attrs,
+                                                                   _ctx_str))
             steps.append((node.op, ins, n, nout, kwargs))
             n += nout
         self.steps = steps
@@ -63,6 +64,22 @@ class Plan:
             else:
                 vals[out:out + nout] = res[:nout]
         return [vals[i] for i in self.head_slots]
+
+
+def _without_defaults(op, kwargs):
+    """Drop arguments equal to the operator's defaults (fewer to parse per call)."""
+    params = _spec.params(op)
+    out = {}
+    for key, value in kwargs.items():
+        default = params[key][1]
+        if default is not None and key != "ctx":
+            try:
+                if _spec.parse_attr(op, key, default) == value:
+                    continue
+            except (ValueError, TypeError):
+                pass
+        out[key] = value
+    return out
 
 
 def _as_list(arrays, names, what, allow_missing=False):
