@@ -19,7 +19,7 @@ from ..symbol.executor import Plan
 from ..symbol.symbol import Symbol
 from .parameter import DATA_GENERATION
 
-__all__ = ["CachedGraph", "SymbolBlock", "flatten", "regroup"]
+__all__ = ["CachedGraph", "call_cached", "export", "flatten", "regroup", "trace"]
 
 
 def flatten(args, what):
@@ -29,7 +29,8 @@ def flatten(args, what):
             return list(args), len(args)
         return [args], 0
     if not isinstance(args, (list, tuple)):
-        raise ValueError(f"When hybridized, the {what} of HybridBlock must be (nested) list of "
+        raise ValueError(  # noqa: TRY004 - MXNet raises ValueError
+            f"When hybridized, the {what} of HybridBlock must be (nested) list of "
                          f"Symbol or NDArray, but got {args!s} of type {type(args)!s}")
     flat, fmts = [], []
     for item in args:

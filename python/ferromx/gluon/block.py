@@ -17,9 +17,9 @@ from .. import initializer
 from .. import name as _name
 from .. import ndarray as nd
 from .. import symbol as _symbol
+from ..ndarray import NDArray
 from ..symbol.symbol import Symbol
 from . import _hybrid
-from ..ndarray import NDArray
 from ._param_io import (
     ParameterLoadError,
     _brief_print_list,

@@ -21,5 +21,5 @@ full = _symbol_mod._FNS["_full"]
 # ``F`` for traced hybrid_forward: a callable returning the namespace (np mode may swap it).
 _F_HOOK = [lambda: __import__(__name__, fromlist=["_"])]
 
-__all__ = ["Executor", "Group", "Symbol", "Variable", "fromjson", "load", "load_json", "var",
-           *sorted(_symbol_mod._FNS)]  # noqa: PLE0605
+__all__ = ["Executor", "Group", "Symbol", "Variable", "fromjson", "load", "load_json", "var"]
+__all__ += sorted(_symbol_mod._FNS)  # noqa: PLE0605 - names generated from the table

@@ -299,9 +299,9 @@ def shape_pass(sym, given, dtype_of=None):
                     shapes[(id(src), idx)] = ins[pos] = other
         if any(s is None for s in ins):
             continue
-        if not all(_known(s) for s in ins) and node.op not in FORWARD_RULES:
-            if not (_spec.BY_NAME[node.op]["infer"]):
-                continue
+        if (not all(_known(s) for s in ins) and node.op not in FORWARD_RULES
+                and not _spec.BY_NAME[node.op]["infer"]):
+            continue
         dts = [(dtype_of or {}).get((id(n), i), np.float32) for n, i in node.inputs]
         outs = op_shapes(node, ins, dts)
         for i, s in enumerate(outs):
@@ -362,9 +362,8 @@ def type_pass(sym, given):
             continue
         ins = [types.get((id(n), i)) for n, i in node.inputs]
         first = next((t for t in ins if t is not None), None)
-        if first is None:
-            if node.inputs:
-                continue
+        if first is None and node.inputs:
+            continue
         for pos, (src, idx) in enumerate(node.inputs):  # parameters take the data's type
             if ins[pos] is None and src.op is None:
                 types[(id(src), idx)] = ins[pos] = first

@@ -22,7 +22,9 @@ def tojson(sym):
             attrs["num_args"] = str(len(node.inputs))
         if attrs:
             entry["attrs"] = {k: attrs[k] for k in sorted(attrs)}
-        entry["inputs"] = [[index[id(n)], i, 0] for n, i in node.inputs]
+        aux = node.aux_positions()  # MXNet marks inputs an operator mutates with version 1
+        entry["inputs"] = [[index[id(n)], i, int(k in aux)] for k, (n, i) in
+                           enumerate(node.inputs)]
         out_nodes.append(entry)
         total = 1 if node.op is None else _spec.total_outputs(node.op, node.attrs)
         row_ptr.append(row_ptr[-1] + total)

@@ -13,6 +13,26 @@ from ..base import MXNetValueError
 
 TABLE = _op_gen.TABLE
 BY_NAME = dict(_op_gen.BY_NAME)
+
+
+def _fallback(inputs, aux=(), no_bias="False"):
+    return {"inputs": list(inputs), "aux": list(aux), "outputs": ["output"], "nd": [],
+            "params": [("no_bias", "bool", no_bias, "")] if "bias" in inputs else [],
+            "infer": False, "fallback": True}
+
+
+# MXNet layers whose graphs ferromx can load and shape-infer before its table has them
+# (executing such a graph is an error naming the operator); the table's entry wins.
+FALLBACK = {
+    "Convolution": _fallback(["data", "weight", "bias"]),
+    "Deconvolution": _fallback(["data", "weight", "bias"], no_bias="True"),
+    "BatchNorm": _fallback(["data", "gamma", "beta", "moving_mean", "moving_var"],
+                           ["moving_mean", "moving_var"]),
+    "Pooling": _fallback(["data"]),
+    "InstanceNorm": _fallback(["data", "gamma", "beta"]),
+}
+for _k, _v in FALLBACK.items():
+    BY_NAME.setdefault(_k, dict(_v, name=_k))
 # every name an operator is known by in graph JSON (own name, nd aliases): MXNet writes
 # "Reshape", "Concat", "elemwise_add" ... where ferromx's table names are the lower forms.
 RESOLVE = {}
@@ -37,6 +57,8 @@ RESOLVE.update({k: v for k, v in {
     "_ModScalar": "_mod_scalar", "_RModScalar": "_rmod_scalar", "identity": "_copy",
     "_copy": "_copy", "zeros_like": "zeros_like", "ones_like": "ones_like",
 }.items() if v in BY_NAME})
+for _k in FALLBACK:
+    RESOLVE.setdefault(_k, _k)
 
 # MXNet's own spelling of operators ferromx's table names differently (written to JSON).
 MXNET_NAMES = {k: v for k, v in {
@@ -51,7 +73,7 @@ IGNORED_ATTRS = {"cudnn_off", "cudnn_tune", "workspace", "num_args", "is_int"}
 # Named outputs (MXNet's FListOutputNames) where they differ from output0, output1, ...
 _OUTPUT_NAMES = {"BatchNorm": ["output", "mean", "var"], "LayerNorm": ["output", "mean", "std"]}
 # Outputs an operator has in the graph beyond the visible ones (node_row_ptr counts them).
-_TOTAL_OUTPUTS = {"BatchNorm": 3, "Dropout": 2, "LayerNorm": 3, "InstanceNorm": 3}
+_TOTAL_OUTPUTS = {"BatchNorm": 3, "Dropout": 2, "LayerNorm": 3, "InstanceNorm": 3, "Pooling": 2}
 # Initializers MXNet gives auto-created auxiliary states.
 AUX_INIT = {"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'}
 
@@ -68,6 +90,11 @@ def resolve(op):
 def params(op):
     """``{name: (kind, default)}`` of the operator's parameters."""
     return {p[0]: (p[1], p[2]) for p in BY_NAME[op]["params"]}
+
+
+def is_available(op):
+    """Whether ferromx can run operator ``op`` (not only load it)."""
+    return not BY_NAME[op].get("fallback", False)
 
 
 def is_variadic(op):

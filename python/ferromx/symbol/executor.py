@@ -39,6 +39,10 @@ class Plan:
         for node in nodes:
             if node.op is None:
                 continue
+            if not _spec.is_available(node.op):
+                raise MXNetError(f"operator {node.op} (graph node {node.name!r}) is not "
+                                 "implemented in ferromx yet: the graph can be loaded and "
+                                 "shape-inferred but not run")
             ins = tuple(slot[(id(s), i)] for s, i in node.inputs)
             nout = node.num_outputs()
             for i in range(nout):

@@ -235,7 +235,7 @@ class Symbol:
         """Set string attributes on this symbol's node(s)."""
         for key, value in kwargs.items():
             if not isinstance(value, str):
-                raise ValueError("Set Attr only accepts string values")
+                raise ValueError("Set Attr only accepts string values")  # noqa: TRY004
             for node, _ in self._heads:
                 node.attrs[key] = value
 
@@ -463,9 +463,10 @@ def _apply(op, inputs, attrs, name, hint, attr=None, json_op=None):
         for i, in_name in enumerate(names):
             s = inputs[i] if i < len(inputs) else None
             if s is None:
-                va = {"__init__": _spec.AUX_INIT[in_name]} if in_name in _spec.AUX_INIT and \
-                    in_name in aux else {}
-                va.update(scope)
+                # MXNet gives an auto-created input the operator's attributes
+                va = dict(node_attrs)
+                if in_name in _spec.AUX_INIT and in_name in aux:
+                    va["__init__"] = _spec.AUX_INIT[in_name]
                 s = Symbol([(_Node(None, f"{name}_{in_name}", va), 0)])
             entries.append(_single(s, op))
     node = _Node(op, name, node_attrs, entries, json_op)
@@ -545,7 +546,11 @@ def _make_op(d, public):
             ins += [kwargs.pop(k) for k in list(kwargs) if isinstance(kwargs[k], Symbol)]
             kwargs.pop("num_args", None)
         else:
-            ins = [a for a in args[:n_inputs] if isinstance(a, Symbol) or a is None]
+            ins = []
+            for a in args[:n_inputs]:
+                if not (a is None or isinstance(a, Symbol) or hasattr(a, "asnumpy")):
+                    break
+                ins.append(a)
             rest = list(args[len(ins):])
             names = d["inputs"] + [a for a in d["aux"] if a not in d["inputs"]]
             ins += [None] * (len(names) - len(ins))
