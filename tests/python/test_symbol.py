@@ -6,6 +6,7 @@ Graphs, shapes and outputs recorded with MXNet 1.9.1 are in tests/fixtures/symbo
 
 import json
 import os
+import pickle
 import warnings
 
 import ferromx as mx
@@ -293,3 +294,43 @@ def test_every_table_operator_has_a_symbol_function():
         for public in _op_gen.nd_names(d):
             assert hasattr(mx.sym, public), public
     assert mx.symbol is mx.sym
+
+
+def test_check_consistency_and_common_expression_elimination(monkeypatch):
+    a, b = mx.sym.var("a"), mx.sym.var("b")
+    s = mx.sym.Group([(a + b) * (a + b), a * (a + 1)])
+    spec32 = {"ctx": mx.cpu(), "a": (3, 4), "b": (3, 4)}
+    spec64 = dict(spec32, type_dict={"a": np.float64, "b": np.float64})
+    gt = tu.check_consistency(s, [spec32, spec64])
+    assert gt[s.list_outputs()[0]].dtype == np.float64 and "a" in gt
+    ex = s.simple_bind(mx.cpu(), a=(2,), b=(2,))
+    internals = len(ex.get_optimized_symbol().get_internals())
+    assert internals + 1 == len(s.get_internals())  # (a+b) computed once
+    out = ex.forward(a=np.array([1.0, 2.0], np.float32), b=np.array([3.0, 4.0], np.float32))
+    np.testing.assert_array_equal(out[0].asnumpy(), [16.0, 36.0])
+    dup = mx.sym.Group([a * b, a * b])
+    ex2 = dup.simple_bind(mx.cpu(), a=(2,), b=(2,))
+    o1, o2 = ex2.forward()
+    assert o1 is not o2  # a repeated head gets a copy
+    monkeypatch.setenv("MXNET_ELIMINATE_COMMON_EXPR", "0")
+    ex3 = s.simple_bind(mx.cpu(), a=(2,), b=(2,))
+    assert len(ex3.get_optimized_symbol().get_internals()) == len(s.get_internals())
+    assert "Total" in ex3.debug_str()
+    assert pickle.loads(pickle.dumps(s)).tojson() == s.tojson()
+
+
+def test_partial_inference_both_directions():
+    a = mx.sym.var("a", shape=(0, 10))
+    c = mx.sym.var("c", shape=(5, 0))
+    d = mx.sym.FullyConnected(a, num_hidden=21) + c
+    arg = dict(zip(d.list_arguments(), d.infer_shape()[0]))
+    assert arg["a"] == (5, 10) and arg["c"] == (5, 21)
+    x = mx.sym.var("x", shape=(0, 15, 0))
+    parts = mx.sym.split(x, num_outputs=3, axis=1)
+    y = parts[1] + mx.sym.var("y", shape=(3, 5, 2))
+    assert y.infer_shape()[0][0] == (3, 15, 2)
+    z = mx.sym.dot(mx.sym.var("p"), mx.sym.var("q"))
+    assert z.infer_shape_partial(p=(0, 3, 4), q=(4, 5))[1] == [(0, 3, 5)]
+    with mx.np_shape(True):
+        assert z.infer_shape_partial(p=(-1, 3, 4), q=(4, 5))[1] == [(-1, 3, 5)]
+        assert '"is_np_shape"' in z.tojson()

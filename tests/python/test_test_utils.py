@@ -201,8 +201,7 @@ def test_check_numeric_gradient_train_mode_switch():
 def test_unavailable_helpers_raise():
     with pytest.raises(TypeError, match="Symbol or a function"):
         tu.check_numeric_gradient(object(), [np.ones(2)])
-    for fn, args in ((tu.check_speed, (None,)), (tu.check_consistency, (None, [])),
-                     (tu.numeric_grad, (None, {}))):
+    for fn, args in ((tu.check_speed, (None,)), (tu.numeric_grad, (None, {}))):
         with pytest.raises(MXNetError, match="not available in ferromx"):
             fn(*args)
     with pytest.raises(MXNetError):

@@ -156,6 +156,9 @@ def _pool_out(a, s):
     full = a.get("pooling_convention", "valid").strip("'\"") == "full"
     spatial = []
     for i in range(n):
+        if not data[2 + i]:
+            spatial.append(0)
+            continue
         x = data[2 + i] + 2 * pad[i] - kernel[i]
         spatial.append((-(-x // stride[i]) if full else x // stride[i]) + 1)
     return [tuple(data[:2]) + tuple(spatial)]
@@ -270,43 +273,218 @@ def _elemwise(node):
     return node.json_op.startswith("elemwise_") and len(node.inputs) == 2
 
 
+# Operators whose first output has the first input's shape (both ways, partial shapes too).
+_SAME_SHAPE = {"Activation", "softmax", "log_softmax", "Dropout", "clip", "cast", "_copy",
+               "LayerNorm", "BatchNorm", "InstanceNorm", "zeros_like", "ones_like",
+               "full_like", "sort"}
+
+
+def _same_shape(node):
+    if node.op == "LeakyReLU":
+        return True
+    d = _spec.BY_NAME[node.op]
+    return node.op in _SAME_SHAPE or (d.get("scalar") is not None and d["scalar"][0] in
+                                      ("unary", "scalar"))
+
+
+def _unify(a, b, what):
+    """Merge two partial shapes (0: unknown dim, None: unknown shape)."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    if len(a) != len(b) or any(x and y and x != y for x, y in zip(a, b)):
+        raise MXNetError(f"Error in operator {what}: Shape inconsistent, Provided = "
+                         f"{list(a)}, inferred shape={tuple(b)}")
+    return tuple(x or y for x, y in zip(a, b))
+
+
+class _Shapes:
+    """Partial shapes of graph entries, merged as inference learns more."""
+
+    def __init__(self):
+        self.s = {}
+        self.changed = False
+
+    def get(self, entry):
+        return self.s.get(entry)
+
+    def set(self, entry, shape, what):
+        if shape is None:
+            return
+        old = self.s.get(entry)
+        new = _unify(old, tuple(int(d) for d in shape), what)
+        if new != old:
+            self.s[entry] = new
+            self.changed = True
+
+
+_SENTINELS = ((9973, 9967), (2, 3))
+# Operators MXNet infers only from fully known inputs.
+_NEEDS_KNOWN = {"where"}
+
+
+def _partial_forward(node, ins, dts):
+    """Output shapes from partial input shapes: infer twice with unknown dims set to two
+    different sizes; dims that agree are known, the others unknown."""
+    eager = not _spec.BY_NAME[node.op]["infer"] and node.op not in FORWARD_RULES
+    pair = _SENTINELS[1] if eager else _SENTINELS[0]
+    runs = []
+    for v in pair:
+        filled = [tuple(d or v for d in s) for s in ins]
+        if eager and any(math.prod(s) > 1 << 22 for s in filled):
+            return None
+        try:
+            runs.append(op_shapes(node, filled, dts))
+        except MXNetError:
+            return None
+    out = []
+    for r1, r2 in zip(*runs):
+        if len(r1) != len(r2):
+            out.append(None)
+        else:
+            out.append(tuple(x if x == y else 0 for x, y in zip(r1, r2)))
+    return out
+
+
+def _param_rules(node, shapes):
+    rule = PARAM_RULES.get(node.op)
+    if rule is None or not node.inputs:
+        return
+    ins = [shapes.get((id(n), i)) for n, i in node.inputs]
+    for k, shp in rule(node.attrs, ins).items():
+        if k in node.in_names and node.in_names.index(k) < len(node.inputs):
+            src, idx = node.inputs[node.in_names.index(k)]
+            if src.op is None and all(d > 0 for d in shp):
+                shapes.set((id(src), idx), shp, node.name)
+
+
+def _forward(node, shapes, dtype_of):
+    _param_rules(node, shapes)
+    entries = [(id(n), i) for n, i in node.inputs]
+    out0 = (id(node), 0)
+    if _elemwise(node):
+        for e in entries:
+            for f in entries + [out0]:
+                shapes.set(f, shapes.get(e), node.name)
+    if node.inputs and _same_shape(node):
+        shapes.set(out0, shapes.get(entries[0]), node.name)
+    ins = [shapes.get(e) for e in entries]
+    if any(s is None for s in ins):
+        return
+    dts = [(dtype_of or {}).get(e, np.float32) for e in entries]
+    if all(_known(s) for s in ins):
+        outs = op_shapes(node, ins, dts)
+    elif node.op in _NEEDS_KNOWN:
+        return
+    elif node.op in FORWARD_RULES:
+        outs = list(FORWARD_RULES[node.op](node.attrs, ins))[:node.num_outputs()]
+    else:
+        outs = _partial_forward(node, ins, dts) or []
+    for i, s in enumerate(outs):
+        shapes.set((id(node), i), s, node.name)
+
+
+def _backward(node, shapes):
+    entries = [(id(n), i) for n, i in node.inputs]
+    outs = [shapes.get((id(node), i)) for i in range(node.num_outputs())]
+    if node.op == "split":  # every output has the same shape
+        merged = None
+        for o in outs:
+            merged = _unify(merged, o, node.name)
+        for i in range(len(outs)):
+            shapes.set((id(node), i), merged, node.name)
+        outs = [merged] * len(outs)
+    if not entries or outs[0] is None:
+        return
+    if _elemwise(node) or _same_shape(node):
+        shapes.set(entries[0], outs[0], node.name)
+        if _elemwise(node):
+            shapes.set(entries[1], outs[0], node.name)
+        return
+    rule = BACKWARD_RULES.get(node.op)
+    if rule is not None:
+        ins = [shapes.get(e) for e in entries]
+        for pos, s in rule(node.attrs, ins, outs).items():
+            shapes.set(entries[pos], s, node.name)
+
+
+def _fc_back(a, ins, outs):
+    data, out = ins[0], outs[0]
+    if _bool(a, "flatten", True):
+        if data is None:
+            return {}
+        return {0: (out[0],) + tuple(data[1:])}
+    return {0: tuple(out[:-1]) + ((data or (0,) * len(out))[-1],)}
+
+
+def _conv_back(a, ins, outs):
+    out = outs[0]
+    kernel = _tuple(a, "kernel")
+    n = len(kernel)
+    stride = _tuple(a, "stride", (1,) * n) or (1,) * n
+    dilate = _tuple(a, "dilate", (1,) * n) or (1,) * n
+    pad = _tuple(a, "pad", (0,) * n) or (0,) * n
+    c = ins[0][1] if ins[0] is not None and len(ins[0]) > 1 else 0
+    spatial = tuple((o - 1) * stride[i] + dilate[i] * (kernel[i] - 1) + 1 - 2 * pad[i] if o else 0
+                    for i, o in enumerate(out[2:]))
+    return {0: (out[0], c) + spatial}
+
+
+def _split_back(a, ins, outs):
+    out = outs[0]
+    k = _int(a, "num_outputs", 1)
+    axis = _int(a, "axis", 1)
+    if _bool(a, "squeeze_axis"):
+        ax = axis % (len(out) + 1)
+        return {0: tuple(out[:ax]) + (k,) + tuple(out[ax:])}
+    ax = axis % len(out)
+    return {0: tuple(out[:ax]) + (out[ax] * k,) + tuple(out[ax + 1:])}
+
+
+def _concat_back(a, ins, outs):
+    out = outs[0]
+    axis = _int(a, "dim", 1) % len(out)
+    res = {}
+    unknown = [i for i, s in enumerate(ins) if s is None or not s[axis]]
+    for i, s in enumerate(ins):
+        known_axis = s[axis] if s is not None else 0
+        res[i] = tuple(known_axis if j == axis else d for j, d in enumerate(out))
+    if len(unknown) == 1 and out[axis]:
+        rest = sum(s[axis] for i, s in enumerate(ins) if i != unknown[0])
+        res[unknown[0]] = tuple(out[axis] - rest if j == axis else d for j, d in enumerate(out))
+    return res
+
+
+BACKWARD_RULES = {
+    "FullyConnected": _fc_back,
+    "Convolution": _conv_back,
+    "split": _split_back,
+    "concat": _concat_back,
+}
+
+
 def shape_pass(sym, given, dtype_of=None):
-    """``{(id(node), index): shape}`` for every entry that could be inferred."""
-    shapes = {}
+    """``{(id(node), index): shape}`` (partial: 0 dims unknown) for every entry that
+    could be inferred: forward and backward over the graph until nothing changes."""
+    shapes = _Shapes()
     nodes = sym._nodes()
     for node in nodes:
         if node.op is None:
             s = given.get(node.name)
             s = tuple(s) if s is not None else _var_shape(node)
             if s is not None:
-                shapes[(id(node), 0)] = s
-            continue
-        ins = [shapes.get((id(n), i)) for n, i in node.inputs]
-        rule = PARAM_RULES.get(node.op)
-        if rule is not None and ins:
-            for k, shp in rule(node.attrs, ins).items():
-                if k in node.in_names and node.in_names.index(k) < len(node.inputs):
-                    pos = node.in_names.index(k)
-                    src, idx = node.inputs[pos]
-                    if src.op is None:
-                        shapes[(id(src), idx)] = _merge(src.name, node.name, ins[pos], shp)
-                        ins[pos] = shapes[(id(src), idx)]
-        if _elemwise(node):
-            a, b = ins
-            for pos, other in ((0, b), (1, a)):
-                src, idx = node.inputs[pos]
-                if ins[pos] is None and other is not None and src.op is None:
-                    shapes[(id(src), idx)] = ins[pos] = other
-        if any(s is None for s in ins):
-            continue
-        if (not all(_known(s) for s in ins) and node.op not in FORWARD_RULES
-                and not _spec.BY_NAME[node.op]["infer"]):
-            continue
-        dts = [(dtype_of or {}).get((id(n), i), np.float32) for n, i in node.inputs]
-        outs = op_shapes(node, ins, dts)
-        for i, s in enumerate(outs):
-            shapes[(id(node), i)] = tuple(s)
-    return shapes
+                shapes.set((id(node), 0), tuple(max(d, 0) for d in s), node.name)
+    ops = [n for n in nodes if n.op is not None]
+    for _ in range(8):
+        shapes.changed = False
+        for node in ops:
+            _forward(node, shapes, dtype_of)
+        for node in reversed(ops):
+            _backward(node, shapes)
+        if not shapes.changed:
+            break
+    return shapes.s
 
 
 def infer_shape(sym, args, kwargs, partial):
@@ -322,7 +500,15 @@ def infer_shape(sym, args, kwargs, partial):
     out_s = [get((id(n), i)) for n, i in sym._heads]
     aux_s = [get((id(n), 0)) for n in aux_nodes]
     if partial:
-        return ([s or () for s in arg_s], [s or () for s in out_s], [s or () for s in aux_s])
+        from ..util import is_np_shape
+
+        if is_np_shape():
+            def conv(s):
+                return None if s is None else tuple(d or -1 for d in s)
+        else:
+            def conv(s):
+                return s or ()
+        return [conv(s) for s in arg_s], [conv(s) for s in out_s], [conv(s) for s in aux_s]
     if all(_known(s) for s in arg_s + out_s + aux_s):
         return arg_s, out_s, aux_s
     missing = [f"{n.name}: {s or ()}" for n, s in zip(arg_nodes + aux_nodes, arg_s + aux_s)

@@ -35,6 +35,10 @@ def tojson(sym):
         "heads": [[index[id(n)], i, 0] for n, i in sym._heads],
         "attrs": {"mxnet_version": ["int", MXNET_VERSION]},
     }
+    from ..util import is_np_shape
+
+    if is_np_shape():
+        doc["attrs"]["is_np_shape"] = ["int", 1]
     return _dump(doc)
 
 

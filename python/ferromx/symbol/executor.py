@@ -7,6 +7,8 @@ attributes, which slot each input reads — so running it is a short loop of
 which is how :meth:`Executor.backward` and hybridized Gluon blocks get gradients.
 """
 
+import os
+
 import numpy as np
 
 from .. import _native, autograd
@@ -70,6 +72,41 @@ class Plan:
         return [vals[i] for i in self.head_slots]
 
 
+# Operators whose results differ between two identical calls: never merged.
+_IMPURE_PREFIXES = ("_random", "_sample", "_shuffle", "Dropout")
+
+
+def eliminate_common_expr(sym):
+    """A copy of ``sym`` where identical operator calls (same operator, attributes and
+    inputs) are computed once; a head repeated after merging gets a ``_copy`` (as MXNet's
+    ``MXNET_ELIMINATE_COMMON_EXPR`` pass does, so outputs stay distinct arrays)."""
+    from .symbol import Symbol, _Node
+
+    canon, seen = {}, {}
+    for node in sym._nodes():
+        if node.op is None:
+            canon[id(node)] = node
+            continue
+        ins = [(canon[id(n)], i) for n, i in node.inputs]
+        key = (node.op, node.json_op, tuple(sorted(node.attrs.items())),
+               tuple((id(n), i) for n, i in ins))
+        if not node.op.startswith(_IMPURE_PREFIXES) and key in seen:
+            canon[id(node)] = seen[key]
+            continue
+        new = _Node(node.op, node.name, node.attrs, ins, node.json_op)
+        seen[key] = new
+        canon[id(node)] = new
+    heads, used = [], set()
+    for n, i in sym._heads:
+        entry = (canon[id(n)], i)
+        if (id(entry[0]), i) in used:
+            copy = _Node("_copy", f"{entry[0].name}_copy{len(heads)}", {}, [entry])
+            entry = (copy, 0)
+        used.add((id(entry[0]), entry[1]))
+        heads.append(entry)
+    return Symbol(heads)
+
+
 def _without_defaults(op, kwargs):
     """Drop arguments equal to the operator's defaults (fewer to parse per call)."""
     params = _spec.params(op)
@@ -126,7 +163,10 @@ class Executor:
         else:
             reqs = list(grad_req)
         self._grad_req = [r if g is not None else "null" for r, g in zip(reqs, self.grad_arrays)]
-        self._plan = Plan(sym, self._arg_names + self._aux_names)
+        self._optimized = sym
+        if os.environ.get("MXNET_ELIMINATE_COMMON_EXPR", "1") != "0":
+            self._optimized = eliminate_common_expr(sym)
+        self._plan = Plan(self._optimized, self._arg_names + self._aux_names)
         self.outputs = []
         self._recorded = False
 
@@ -189,6 +229,25 @@ class Executor:
                          for g in out_grads]
         autograd.backward(self.outputs, out_grads, retain_graph=False, train_mode=is_train)
         self._recorded = False
+
+    def get_optimized_symbol(self):
+        """The graph this executor runs (after common-expression elimination)."""
+        return self._optimized
+
+    def debug_str(self):
+        """The nodes of the executed graph and the memory its arrays hold."""
+        lines = [f"Symbol Outputs:\n\toutput[{i}]={n}" for i, n in
+                 enumerate(self._symbol.list_outputs())]
+        for node in self._optimized._nodes():
+            if node.op is None:
+                lines.append(f"Variable:{node.name}")
+            else:
+                ins = ", ".join(n.output_name(i) for n, i in node.inputs)
+                lines.append(f"Op:{node.op}, Name={node.name}\nInputs:\n\t{ins}")
+        arrays = self.arg_arrays + self.aux_arrays + [g for g in self.grad_arrays if g is not None]
+        total = sum(a.size * np.dtype(a.dtype).itemsize for a in arrays)
+        lines.append(f"Total {total >> 20} MB allocated")
+        return "\n".join(lines)
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):
         """Copy values into the bound argument and auxiliary arrays."""

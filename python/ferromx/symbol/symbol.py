@@ -207,7 +207,8 @@ class Symbol:
 
     def get_children(self):
         """A group of the inputs of this symbol's node(s); ``None`` for a variable."""
-        heads = [e for n, _ in self._heads for e in n.inputs]
+        nodes = list({id(n): n for n, _ in self._heads}.values())
+        heads = [e for n in nodes for e in n.inputs]
         return Symbol(heads) if heads else None
 
     # ---- attributes -----------------------------------------------------------------------
@@ -378,6 +379,17 @@ class Symbol:
     def __rpow__(self, o):
         return self._binary(o, "broadcast_power", "_power_scalar", "_rpower_scalar", "_power",
                             "_power", reverse=True)
+
+    def __abs__(self):
+        return _FNS["abs"](self)
+
+    def __getstate__(self):
+        return {"json": self.tojson()}
+
+    def __setstate__(self, state):
+        from . import _json
+
+        self._heads = _json.fromjson(state["json"])._heads
 
     def __neg__(self):
         return self._binary(-1.0, None, "_mul_scalar", None, None, None)
@@ -588,10 +600,12 @@ def _make_binary(d, public):
     op, sop, rop = d["name"], d["scalar_op"], d["rscalar_op"]
     hint = public.lower()
 
+    json_op = public if public.startswith("elemwise_") else None
+
     def fn(lhs, rhs, name=None, attr=None, out=None):
         if isinstance(lhs, Symbol):
             if isinstance(rhs, Symbol):
-                return _apply(op, [lhs, rhs], {}, name, hint, attr)
+                return _apply(op, [lhs, rhs], {}, name, hint, attr, json_op=json_op)
             return _apply(sop, [lhs], {"scalar": _spec.attr_str(rhs)}, name, _scalar_hint(sop),
                           attr)
         if isinstance(rhs, Symbol):

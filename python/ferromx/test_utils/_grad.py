@@ -154,9 +154,82 @@ def check_speed(sym, location=None, ctx=None, N=20, grad_req=None, typ="whole", 
     raise _needs_sym("check_speed")
 
 
-def check_consistency(sym, ctx_list, *args, **kwargs):
-    """Compare a symbol across contexts and dtypes; raises ``MXNetError`` (needs mx.sym)."""
-    raise _needs_sym("check_consistency")
+_CONSISTENCY_TOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4,
+                    np.dtype(np.float64): 1e-5, np.dtype(np.uint8): 0, np.dtype(np.int32): 0,
+                    np.dtype(np.int64): 0}
+
+
+def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=None,
+                      aux_params=None, rtol=None, atol=None, raise_on_err=True,
+                      ground_truth=None, equal_nan=False, use_uniform=False,
+                      rand_type=np.float64):
+    """Run ``sym`` (or one symbol per entry) for each ``ctx_list`` entry (``{'ctx': ...,
+    <arg>: shape, 'type_dict': {...}}``) on the same random arguments and compare outputs
+    (and gradients unless ``grad_req='null'``) with the most precise run; returns its
+    outputs and gradients."""
+    syms = list(sym) if isinstance(sym, (list, tuple)) else [sym] * len(ctx_list)
+    if len(syms) == 1:
+        syms *= len(ctx_list)
+    names = syms[0].list_arguments()
+    exes = []
+    for s, spec in zip(syms, ctx_list):
+        if s.list_arguments() != names:
+            raise AssertionError(f"check_consistency: symbols have different arguments "
+                                 f"{s.list_arguments()} and {names}")
+        shapes = {k: v for k, v in spec.items() if k not in ("ctx", "type_dict")}
+        exes.append(s.simple_bind(spec.get("ctx"), grad_req=grad_req,
+                                  type_dict=spec.get("type_dict"), **shapes))
+    rng = np.random
+    arg_params = dict(arg_params or {})
+    aux_params = dict(aux_params or {})
+    for name, arr in exes[0].arg_dict.items():
+        if name not in arg_params:
+            arg_params[name] = (rng.uniform(-scale, scale, arr.shape) if use_uniform else
+                                rng.normal(0, scale, arr.shape)).astype(rand_type)
+    for name, arr in exes[0].aux_dict.items():
+        aux_params.setdefault(name, np.zeros(arr.shape, dtype=rand_type))
+    for exe in exes:
+        for name, arr in exe.arg_dict.items():
+            arr[:] = nd.array(np.asarray(arg_params[name]).astype(np.dtype(arr.dtype)))
+        for name, arr in exe.aux_dict.items():
+            arr[:] = nd.array(np.asarray(aux_params[name]).astype(np.dtype(arr.dtype)))
+    for exe in exes:
+        exe.forward(is_train=False)
+    dtypes = [np.dtype(exe.outputs[0].dtype) for exe in exes]
+    gt_i = max(range(len(exes)), key=lambda i: np.dtype(dtypes[i]).itemsize)
+    gt = ground_truth or {n: o.asnumpy() for n, o in
+                          zip(syms[gt_i].list_outputs(), exes[gt_i].outputs)}
+
+    def compare(got, want, dt, label):
+        tol_r = rtol if rtol is not None else _CONSISTENCY_TOL.get(dt, 1e-4)
+        tol_a = atol if atol is not None else _CONSISTENCY_TOL.get(dt, 1e-4)
+        try:
+            assert_almost_equal(want, got, rtol=tol_r, atol=tol_a, equal_nan=equal_nan,
+                                names=(f"GT_{label}", label))
+        except AssertionError:
+            if raise_on_err:
+                raise
+
+    for i, exe in enumerate(exes):
+        if i == gt_i:
+            continue
+        for name, out in zip(syms[i].list_outputs(), exe.outputs):
+            want = gt[syms[gt_i].list_outputs()[syms[i].list_outputs().index(name)]]
+            compare(out.asnumpy(), want, dtypes[i], name)
+    if grad_req != "null":
+        heads = [o.copy() for o in exes[gt_i].forward(is_train=True)]
+        grads = []
+        for exe in exes:
+            exe.forward(is_train=True)
+            exe.backward([h.astype(np.dtype(o.dtype).name) for h, o in zip(heads, exe.outputs)])
+            grads.append({k: g.asnumpy() for k, g in exe.grad_dict.items()})
+        for i, g in enumerate(grads):
+            if i == gt_i:
+                continue
+            for name, value in g.items():
+                compare(value, grads[gt_i][name], dtypes[i], name)
+        gt.update({k: v for k, v in grads[gt_i].items()})
+    return gt
 
 
 def same_symbol_structure(sym1, sym2):
