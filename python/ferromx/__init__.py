@@ -39,6 +39,9 @@ try:  # the pure-Python layers
     from . import recordio
     from . import io
     from . import test_utils
+    from . import model
+    from . import module
+    from . import module as mod
 except ImportError as _e:  # pragma: no cover - only while those layers are being written
     import warnings as _w
 
