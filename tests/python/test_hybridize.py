@@ -174,3 +174,30 @@ def test_hybridized_mlp_is_faster_than_eager():
     hybrid = best()
     print(f"\nMLP 64-256-256-10 batch 1 forward: eager {eager:.1f} us, hybridized {hybrid:.1f} us")
     assert hybrid < eager
+
+
+def test_losses_hybridize_with_traced_shapes():
+    pred, label = nd.random.uniform(shape=(4, 5)), nd.array([0, 1, 2, 3])
+    for loss in (gluon.loss.SoftmaxCrossEntropyLoss(), gluon.loss.L2Loss(),
+                 gluon.loss.HuberLoss()):
+        target = label if isinstance(loss, gluon.loss.SoftmaxCrossEntropyLoss) else \
+            nd.random.uniform(shape=(4, 5))
+        eager = loss(pred, target).asnumpy()
+        loss.hybridize()
+        np.testing.assert_allclose(loss(pred, target).asnumpy(), eager, rtol=1e-6)
+        assert loss._cached_graph  # traced (shapes are known while tracing)
+    with pytest.raises(AttributeError, match="shape"):
+        mx.sym.var("x").shape  # plain symbols have no shape, as in MXNet
+
+
+def test_untraceable_block_falls_back_to_eager_with_a_warning():
+    class MakesArrays(gluon.HybridBlock):
+        def hybrid_forward(self, F, x):
+            return x + nd.ones(x.shape, ctx=x.context)
+
+    net = MakesArrays()
+    net.hybridize()
+    with pytest.warns(UserWarning, match="cannot be traced"):
+        out = net(nd.zeros((2,)))
+    np.testing.assert_array_equal(out.asnumpy(), [1.0, 1.0])
+    np.testing.assert_array_equal(net(nd.zeros((2,))).asnumpy(), [1.0, 1.0])

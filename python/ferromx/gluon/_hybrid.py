@@ -13,10 +13,11 @@ The native calls are recorded by autograd as usual, so gradients flow to the par
 import warnings
 
 from .. import symbol as _sym
+from ..base import NotImplementedForSymbol
 from ..context import Context
 from ..ndarray import NDArray
 from ..symbol.executor import Plan
-from ..symbol.symbol import Symbol
+from ..symbol.symbol import Symbol, tracing
 from .parameter import DATA_GENERATION
 
 __all__ = ["CachedGraph", "call_cached", "export", "flatten", "regroup", "trace"]
@@ -141,10 +142,16 @@ def trace(block, args):
     """Trace ``block`` on NDArray ``args``: ``(graph, data_names, out_fmt)``."""
     names = _data_names(len(args))
     inputs = [_sym.var(n) if a is not None else None for n, a in zip(names, args)]
-    out = block._symbolic_call(*inputs)
+    shapes = {n: a.shape for n, a in zip(names, args) if isinstance(a, NDArray)}
+    dtypes = {n: a.dtype for n, a in zip(names, args) if isinstance(a, NDArray)}
+    with tracing(shapes, dtypes):
+        out = block._symbolic_call(*inputs)
     flat, fmt = flatten(out, "output")
     graph = _sym.Group(flat) if len(flat) > 1 else flat[0]
     return graph, [n for n, a in zip(names, args) if a is not None], fmt
+
+
+_EAGER = object()  # cache marker: this signature could not be traced, run eagerly
 
 
 def call_cached(block, x, args):
@@ -155,8 +162,19 @@ def call_cached(block, x, args):
     else:
         key = _signature(full)
     entry = block._cached_graphs.get(key)
+    if entry is _EAGER:
+        return block._eager_forward(x, *args)
     if entry is None:
-        graph, data_names, fmt = trace(block, full)
+        try:
+            graph, data_names, fmt = trace(block, full)
+        except NotImplementedForSymbol:
+            raise  # value-dependent Python code: MXNet's error at trace time
+        except Exception as err:  # noqa: BLE001 - e.g. code that creates NDArrays itself
+            warnings.warn(f"{type(block).__name__} '{block.name}' cannot be traced into a "
+                          f"graph ({type(err).__name__}: {err}); it runs eagerly for inputs "
+                          "of this signature", stacklevel=3)
+            block._cached_graphs[key] = _EAGER
+            return block._eager_forward(x, *args)
         params = {p.name: p for p in block.collect_params().values()}
         try:
             _init_deferred(graph, data_names, [a for a in full if a is not None], params)

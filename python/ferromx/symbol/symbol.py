@@ -7,12 +7,31 @@ in MXNet's graph JSON. Graphs are inferred (``infer_shape``/``infer_type``), ser
 :class:`~ferromx.symbol.executor.Executor`, which runs the same native operators as ``nd``.
 """
 
+import contextlib
+import threading
+
 from .. import name as _name
 from ..attribute import AttrScope
 from ..base import NotImplementedForSymbol, dtype_np_to_mx
 from . import _spec
 
 __all__ = ["Group", "Symbol", "Variable", "load", "load_json", "var"]
+
+
+_TRACE = threading.local()
+
+
+@contextlib.contextmanager
+def tracing(shapes, dtypes=None):
+    """While a hybridized block traces for one input signature: its symbols report the
+    ``shape``/``ndim``/``dtype`` inferred from those input shapes (``{name: shape}``), so
+    shape-dependent layer code traces (an extension: MXNet's symbols have no shape)."""
+    old = getattr(_TRACE, "value", None)
+    _TRACE.value = (dict(shapes), dict(dtypes or {}))
+    try:
+        yield
+    finally:
+        _TRACE.value = old
 
 
 class _Node:
@@ -434,6 +453,50 @@ class Symbol:
         if shape:
             kwargs["shape"] = tuple(shape)
         return _FNS["reshape"](self, **kwargs)
+
+    def _traced(self, what):
+        trace = getattr(_TRACE, "value", None)
+        if trace is None:
+            raise AttributeError(f"'Symbol' object has no attribute '{what}'")
+        names = set(self.list_inputs())
+        return trace, {k: v for k, v in trace[0].items() if k in names}
+
+    @property
+    def shape(self):
+        """Only while tracing a hybridized block: the inferred shape of this output."""
+        _, given = self._traced("shape")
+        from . import _infer
+
+        _, out, _ = _infer.infer_shape(self, (), given, partial=True)
+        if len(out) != 1 or not _infer._known(out[0] or None):
+            raise AttributeError(f"'Symbol' object has no attribute 'shape' (the shape of "
+                                 f"{self.name} is not known while tracing: {out})")
+        return tuple(out[0])
+
+    @property
+    def ndim(self):
+        """Only while tracing a hybridized block: ``len(shape)``."""
+        return len(self.shape)
+
+    @property
+    def size(self):
+        """Only while tracing a hybridized block: the number of elements."""
+        import math
+
+        return math.prod(self.shape)
+
+    @property
+    def dtype(self):
+        """Only while tracing a hybridized block: the inferred dtype of this output."""
+        trace, _ = self._traced("dtype")
+        names = set(self.list_inputs())
+        from . import _infer
+
+        _, out, _ = _infer.infer_type(self, (), {k: v for k, v in trace[1].items()
+                                                  if k in names}, partial=True)
+        if len(out) != 1 or out[0] is None:
+            raise AttributeError("'Symbol' object has no attribute 'dtype'")
+        return out[0]
 
     def asnumpy(self):
         """Not available: a symbol has no value."""
