@@ -187,7 +187,7 @@ def test_losses_hybridize_with_traced_shapes():
         np.testing.assert_allclose(loss(pred, target).asnumpy(), eager, rtol=1e-6)
         assert loss._cached_graph  # traced (shapes are known while tracing)
     with pytest.raises(AttributeError, match="shape"):
-        mx.sym.var("x").shape  # plain symbols have no shape, as in MXNet
+        _ = mx.sym.var("x").shape  # plain symbols have no shape, as in MXNet
 
 
 def test_untraceable_block_falls_back_to_eager_with_a_warning():
