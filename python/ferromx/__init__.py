@@ -13,6 +13,8 @@ from .context import Context, cpu, gpu, cpu_pinned, cpu_shared, current_context,
 from . import ndarray
 from . import ndarray as nd
 from . import autograd
+from . import symbol
+from . import symbol as sym
 from . import engine
 from . import random
 from . import profiler
@@ -37,6 +39,9 @@ try:  # the pure-Python layers
     from . import recordio
     from . import io
     from . import test_utils
+    from . import model
+    from . import module
+    from . import module as mod
 except ImportError as _e:  # pragma: no cover - only while those layers are being written
     import warnings as _w
 

@@ -1,7 +1,7 @@
 """Gluon: the high-level training interface (``mx.gluon``), following MXNet 1.9.1."""
 
 from . import contrib, data, loss, nn, utils
-from .block import Block, HybridBlock
+from .block import Block, HybridBlock, SymbolBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
 from .trainer import Trainer
 
@@ -12,6 +12,7 @@ __all__ = [
     "HybridBlock",
     "Parameter",
     "ParameterDict",
+    "SymbolBlock",
     "Trainer",
     "contrib",
     "data",

@@ -2,8 +2,9 @@
 
 Follows MXNet 1.9.1 Gluon.  Blocks get name prefixes like MXNet 1.x (``dense0_``, and
 ``sequential0_dense0_`` for a child created inside its parent's ``name_scope()``).
-ferromx runs everything imperatively on its engine, so ``hybridize()`` is accepted and
-changes nothing: a hybridized block gives the same results.
+``hybridize()`` traces ``hybrid_forward`` with ``F = mx.sym`` once per input signature
+and runs the cached graph afterwards (``_hybrid.py``); ``export`` writes it in MXNet's
+formats and :class:`SymbolBlock` loads such pairs.
 """
 
 import re
@@ -13,8 +14,12 @@ from collections import OrderedDict, defaultdict
 from typing import ClassVar
 
 from .. import initializer
+from .. import name as _name
 from .. import ndarray as nd
+from .. import symbol as _symbol
 from ..ndarray import NDArray
+from ..symbol.symbol import Symbol
+from . import _hybrid
 from ._param_io import (
     ParameterLoadError,
     _brief_print_list,
@@ -24,7 +29,8 @@ from ._param_io import (
 )
 from .parameter import DeferredInitializationError, Parameter, ParameterDict, shape_is_known
 
-__all__ = ["Block", "HookHandle", "HybridBlock", "HybridSequential", "Sequential"]
+__all__ = ["Block", "HookHandle", "HybridBlock", "HybridSequential", "Sequential",
+           "SymbolBlock"]
 
 
 class _NameCounter(threading.local):
@@ -463,19 +469,23 @@ def _check_output_kinds(block, out):
 
 
 class HybridBlock(Block):
-    """A block whose computation is written once against ``F`` (the ``nd`` module).
+    """A block whose computation is written once against ``F`` (``nd`` or ``sym``).
 
     Subclasses implement ``hybrid_forward(self, F, x, *args, **params)``; the block's own
-    parameters are passed as keyword arguments (their data on ``x``'s context).
-    Parameters with unknown dimensions are initialized on the first call, after
-    :meth:`infer_shape` (which built-in layers implement) fills in their shapes.
-    ``hybridize()`` only records the flag: results are identical either way.
+    parameters are passed as keyword arguments (their data on ``x``'s context, or their
+    variables when ``x`` is a Symbol). Parameters with unknown dimensions are initialized
+    on the first call: eagerly after :meth:`infer_shape` (which built-in layers implement),
+    hybridized from the traced graph's shape inference.
+    ``hybridize()`` traces ``hybrid_forward`` with ``F = mx.sym`` once per input signature
+    and later calls run the cached graph (native operator calls only).
     """
 
     def __init__(self, prefix=None, params=None):
         super().__init__(prefix=prefix, params=params)
         self._active = False
         self._flags = []
+        self._cached_graphs = {}
+        self._cached_graph = ()
 
     def register_child(self, block, name=None):
         if not isinstance(block, HybridBlock):
@@ -485,12 +495,34 @@ class HybridBlock(Block):
                 "instead."
             )
         super().register_child(block, name)
+        self._clear_cached_op()
 
-    def hybridize(self, active=True, **kwargs):
-        """Record ``active`` (no graph is built; ferromx results are the same)."""
+    def __call__(self, x, *args):
+        """Hooks around :meth:`forward`; a hybridized block without hooks goes straight
+        to its cached graph."""
+        if (self._active and type(x) is NDArray and not self._forward_hooks
+                and not self._forward_pre_hooks and type(self).forward is HybridBlock.forward):
+            return _hybrid.call_cached(self, x, args)
+        return super().__call__(x, *args)
+
+    def _clear_cached_op(self):
+        self._cached_graphs = {}
+        self._cached_graph = ()
+
+    def hybridize(self, active=True, static_alloc=False, static_shape=False, **kwargs):
+        """Trace ``hybrid_forward`` into a cached graph at the next call (``active``), or go
+        back to eager execution. ``static_alloc``/``static_shape`` are accepted (the graph
+        runs on the engine's pooled allocator either way)."""
         self._active = active
-        self._flags = list(kwargs.items())
-        super().hybridize(active, **kwargs)
+        self._flags = [("static_alloc", static_alloc), ("static_shape", static_shape),
+                       *kwargs.items()]
+        self._clear_cached_op()
+        super().hybridize(active, static_alloc=static_alloc, static_shape=static_shape,
+                          **kwargs)
+
+    def cast(self, dtype):
+        self._clear_cached_op()
+        super().cast(dtype)
 
     def infer_shape(self, *args):
         """Fill in unknown parameter dimensions from the inputs; layers override this."""
@@ -518,7 +550,15 @@ class HybridBlock(Block):
         return {key: param.data(ctx) for key, param in self._reg_params.items()}
 
     def forward(self, x, *args):
-        """Gather parameter data (finishing deferred init) and call ``hybrid_forward``."""
+        """Run ``hybrid_forward``: on Symbols it builds a graph; hybridized, the cached
+        graph runs; else eagerly (finishing deferred initialization first)."""
+        if isinstance(x, Symbol):
+            return self._symbolic_forward(x, *args)
+        if self._active:
+            return _hybrid.call_cached(self, x, args)
+        return self._eager_forward(x, *args)
+
+    def _eager_forward(self, x, *args):
         ctx = x.context if isinstance(x, NDArray) else None
         try:
             params = self._param_data(ctx)
@@ -529,13 +569,27 @@ class HybridBlock(Block):
             params = self._param_data(ctx)
         return _check_output_kinds(self, self.hybrid_forward(_F, x, *args, **params))
 
+    def _symbolic_call(self, *args):
+        """Call the block (hooks included) on Symbols: builds its graph."""
+        return Block.__call__(self, *args)
+
+    def _symbolic_forward(self, x, *args):
+        params = {key: param.var() for key, param in self._reg_params.items()}
+        F = _symbol._F_HOOK[0]()
+        if self._empty_prefix:
+            return self.hybrid_forward(F, x, *args, **params)
+        with _name.Prefix(self.prefix):
+            return self.hybrid_forward(F, x, *args, **params)
+
     def hybrid_forward(self, F, x, *args, **kwargs):
         """Compute the output with operators from ``F``; subclasses override this."""
         raise NotImplementedError(f"{type(self).__name__} must implement hybrid_forward")
 
     def export(self, path, epoch=0, remove_amp_cast=True):
-        """Not available: ferromx has no symbolic graph to export."""
-        raise NotImplementedError("ferromx has no symbolic graph; use save_parameters()")
+        """Write ``path-symbol.json`` (the traced graph, MXNet's JSON) and
+        ``path-NNNN.params`` (``arg:``/``aux:`` arrays, MXNet's format). Needs
+        ``hybridize()`` and one forward first. Returns the two file names."""
+        return _hybrid.export(self, path, epoch)
 
     def optimize_for(self, x, *args, backend=None, **kwargs):
         """Not available: ferromx has no graph partitioning backends."""
@@ -617,9 +671,6 @@ class HybridSequential(HybridBlock):
         for block in blocks:
             self.register_child(block)
 
-    def forward(self, x, *args):
-        return _sequential_forward(self._children.values(), x, args)
-
     def hybrid_forward(self, F, x, *args):
         return _sequential_forward(self._children.values(), x, args)
 
@@ -634,3 +685,6 @@ def _regex_filter(params, select):
     """Return the items of ``params`` whose names match regex ``select`` (``re.match``)."""
     pattern = re.compile(select)
     return {name: value for name, value in params.items() if pattern.match(name)}
+
+
+SymbolBlock = _hybrid._make_symbol_block()

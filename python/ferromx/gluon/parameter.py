@@ -73,6 +73,11 @@ def _to_nd_like(value, arr):
 
 
 # ---- Parameter ------------------------------------------------------------------------------
+#: Bumped whenever any parameter's data list is replaced (hybridized graphs cache the
+#: arrays they feed and re-fetch them when this changes).
+DATA_GENERATION = [0]
+
+
 class Parameter:
     """A weight of a Block: data on one or more contexts plus its gradient.
 
@@ -133,6 +138,15 @@ class Parameter:
         self._stype = stype
         self._grad_stype = grad_stype
         self.grad_req = grad_req
+
+    @property
+    def _data(self):
+        return self.__dict__["_data_list"]
+
+    @_data.setter
+    def _data(self, value):
+        DATA_GENERATION[0] += 1
+        self.__dict__["_data_list"] = value
 
     def __repr__(self):
         return f"Parameter {self.name} (shape={self.shape}, dtype={_dtype_name(self.dtype)})"
@@ -274,8 +288,20 @@ class Parameter:
             g[:] = 0
 
     def var(self):
-        """Symbols do not exist in ferromx; always raises ``NotImplementedError``."""
-        raise NotImplementedError("ferromx has no symbolic API (Parameter.var)")
+        """The variable (``mx.sym.var``) standing for this parameter in traced graphs,
+        with its shape, dtype, initializer and multipliers as attributes (cached; the
+        shape attribute follows later shape changes)."""
+        from .. import symbol
+
+        var = getattr(self, "_var", None)
+        if var is None:
+            var = symbol.var(self.name, shape=self.shape, dtype=self.dtype,
+                             lr_mult=self.lr_mult, wd_mult=self.wd_mult, init=self.init,
+                             stype=self._stype)
+            self._var = var
+        elif self.shape is not None:
+            var._heads[0][0].attrs["__shape__"] = str(tuple(self.shape))
+        return var
 
     # ---- initialization --------------------------------------------------------------------
     def initialize(self, init=None, ctx=None, default_init=None, force_reinit=False):

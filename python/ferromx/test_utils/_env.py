@@ -202,9 +202,11 @@ def download(url, fname=None, dirname=None, overwrite=False, retries=5):
 
 
 def download_model(model_name, dst_dir="./", meta_info=None):
-    """Download and load a symbolic checkpoint; raises ``MXNetError`` (needs mx.sym)."""
-    raise MXNetError("test_utils.download_model needs mx.sym (graph issue): ferromx cannot "
-                     "load symbolic checkpoints")
+    """Download a symbolic checkpoint from MXNet's model store; raises ``MXNetError``
+    (ferromx has no network model store; load local files with ``mx.sym.load`` and
+    ``SymbolBlock.imports``)."""
+    raise MXNetError("test_utils.download_model is not available in ferromx: load local "
+                     "'-symbol.json' / '.params' files with SymbolBlock.imports")
 
 
 _MNIST_URL = "https://apache-mxnet.s3-accelerate.dualstack.amazonaws.com/gluon/dataset/mnist/"

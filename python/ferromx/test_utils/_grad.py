@@ -1,9 +1,9 @@
 """Gradient and consistency checks of ``mxnet.test_utils``.
 
-ferromx has no symbols: :func:`check_numeric_gradient` takes a Python function of NDArrays
-and checks its autograd gradient against central finite differences. The checks that need
-a symbol and an executor (``check_symbolic_forward``, ``check_speed`` ...) raise
-``MXNetError`` saying so.
+``check_symbolic_forward``/``check_symbolic_backward`` bind a Symbol to an executor;
+:func:`check_numeric_gradient` takes a Symbol or a Python function of NDArrays and checks
+its autograd gradient against central finite differences. ``check_speed``,
+``check_consistency`` and ``numeric_grad`` still raise ``MXNetError``.
 """
 
 import numpy as np
@@ -29,24 +29,124 @@ __all__ = [
 
 
 def _needs_sym(name):
-    return MXNetError(f"test_utils.{name} needs mx.sym (graph issue): ferromx has no symbolic "
-                      "API yet; use the NDArray/autograd form (e.g. check_numeric_gradient with "
-                      "a function of NDArrays)")
+    return MXNetError(f"test_utils.{name} is not available in ferromx")
+
+
+def _is_symbol(x):
+    from ..symbol import Symbol
+
+    return isinstance(x, Symbol)
+
+
+def _location_dict(sym, location, what):
+    names = sym.list_arguments()
+    if isinstance(location, dict):
+        missing = set(names) - set(location)
+        if missing:
+            raise ValueError(f"{what}: location is missing arguments {sorted(missing)} "
+                             f"(symbol arguments: {names})")
+        return {k: location[k] for k in names}
+    location = list(location) if isinstance(location, (list, tuple)) else [location]
+    if len(location) != len(names):
+        raise ValueError(f"{what}: {len(location)} location arrays for arguments {names}")
+    return dict(zip(names, location))
+
+
+def _aux_list(sym, aux_states):
+    names = sym.list_auxiliary_states()
+    if aux_states is None:
+        return [None] * len(names)
+    if isinstance(aux_states, dict):
+        return [aux_states.get(n) for n in names]
+    return list(aux_states)
+
+
+def _nd(v, ctx, dtype):
+    if isinstance(v, nd.NDArray):
+        return v.copyto(ctx) if dtype is None else v.astype(np.dtype(dtype).name).copyto(ctx)
+    return nd.array(np.asarray(v, dtype=dtype), ctx=ctx)
+
+
+def _bind(sym, location, aux_states, ctx, dtype, grad_req="null", what="bind"):
+    ctx = default_context() if ctx is None else ctx
+    loc = _location_dict(sym, location, what)
+    args = {k: _nd(v, ctx, dtype) for k, v in loc.items()}
+    aux = [_nd(v, ctx, dtype) if v is not None else None for v in _aux_list(sym, aux_states)]
+    if any(a is None for a in aux):
+        shapes = {k: a.shape for k, a in args.items()}
+        _, _, aux_shapes = sym.infer_shape(**shapes)
+        aux = [a if a is not None else nd.zeros(s, ctx=ctx) for a, s in zip(aux, aux_shapes)]
+    grads = None
+    if grad_req != "null":
+        grads = {k: nd.zeros(a.shape, ctx=ctx, dtype=np.dtype(a.dtype).name)
+                 for k, a in args.items()}
+    return sym.bind(ctx, args, args_grad=grads, grad_req=grad_req, aux_states=aux)
 
 
 def simple_forward(sym, ctx=None, is_train=False, **inputs):
-    """Run a symbol forward; raises ``MXNetError`` (needs mx.sym)."""
-    raise _needs_sym("simple_forward")
+    """Bind ``sym`` to the NumPy ``inputs`` and run forward; NumPy output(s)."""
+    ex = _bind(sym, inputs, None, ctx, None)
+    outs = [o.asnumpy() for o in ex.forward(is_train=is_train)]
+    return outs[0] if len(outs) == 1 else outs
 
 
-def check_symbolic_forward(sym, location, expected, *args, **kwargs):
-    """Compare a symbol's forward outputs; raises ``MXNetError`` (needs mx.sym)."""
-    raise _needs_sym("check_symbolic_forward")
+def _expected_list(sym, expected, names_fn):
+    if isinstance(expected, dict):
+        return [expected[k] for k in names_fn() if k in expected], \
+            [k for k in names_fn() if k in expected]
+    return list(expected), names_fn()
 
 
-def check_symbolic_backward(sym, location, out_grads, expected, *args, **kwargs):
-    """Compare a symbol's backward gradients; raises ``MXNetError`` (needs mx.sym)."""
-    raise _needs_sym("check_symbolic_backward")
+def check_symbolic_forward(sym, location, expected, rtol=None, atol=None, aux_states=None,
+                           ctx=None, equal_nan=False, dtype=np.float32):
+    """Bind ``sym`` at ``location`` (list in ``list_arguments`` order or dict), run forward
+    and compare with ``expected`` (list, or dict by output name); returns the outputs."""
+    ex = _bind(sym, location, aux_states, ctx, dtype, what="check_symbolic_forward")
+    outs = ex.forward(is_train=False)
+    exp, names = _expected_list(sym, expected, sym.list_outputs)
+    if isinstance(expected, dict):
+        outs = [ex.output_dict[n] for n in names]
+    for name, want, got in zip(names, exp, outs):
+        assert_almost_equal(want, got.asnumpy(), rtol, atol,
+                            (f"EXPECTED_{name}", f"FORWARD_{name}"), equal_nan=equal_nan)
+    return [o.asnumpy() for o in ex.outputs]
+
+
+def check_symbolic_backward(sym, location, out_grads, expected, rtol=None, atol=None,
+                            aux_states=None, grad_req="write", ctx=None, grad_stypes=None,
+                            equal_nan=False, dtype=np.float32):
+    """Bind, run forward (training) and backward with ``out_grads``; compare the argument
+    gradients with ``expected`` (list or dict by name). ``grad_req='add'`` adds to random
+    initial gradients, as MXNet checks it. Returns the gradients (dict of NumPy)."""
+    ex = _bind(sym, location, aux_states, ctx, dtype, grad_req=grad_req,
+               what="check_symbolic_backward")
+    names = sym.list_arguments()
+    exp = expected if isinstance(expected, dict) else dict(zip(names, expected))
+    reqs = {k: grad_req for k in names} if isinstance(grad_req, str) else \
+        (dict(grad_req) if isinstance(grad_req, dict) else dict(zip(names, grad_req)))
+    rng = np.random.RandomState(7)
+    init = {}
+    for k, g in ex.grad_dict.items():
+        if reqs.get(k) == "add":
+            init[k] = rng.normal(size=g.shape).astype(np.dtype(g.dtype))
+            g[:] = nd.array(init[k], ctx=g.context)
+    ex.forward(is_train=True)
+    if isinstance(out_grads, dict):
+        out_grads = [out_grads[k] for k in sym.list_outputs()]
+    elif out_grads is not None and not isinstance(out_grads, (list, tuple)):
+        out_grads = [out_grads]
+    if out_grads is not None:
+        out_grads = [_nd(g, ex._ctx, dtype) for g in out_grads]
+    ex.backward(out_grads)
+    grads = {k: g.asnumpy() for k, g in ex.grad_dict.items()}
+    for name, want in exp.items():
+        req = reqs.get(name, "write")
+        if req == "null":
+            continue
+        got = grads[name] - init[name] if req == "add" else grads[name]
+        assert_almost_equal(want, got, rtol, atol,
+                            (f"EXPECTED_{name}", f"BACKWARD_{name}"), equal_nan=equal_nan)
+    return grads
 
 
 def check_speed(sym, location=None, ctx=None, N=20, grad_req=None, typ="whole", **kwargs):
@@ -54,14 +154,91 @@ def check_speed(sym, location=None, ctx=None, N=20, grad_req=None, typ="whole", 
     raise _needs_sym("check_speed")
 
 
-def check_consistency(sym, ctx_list, *args, **kwargs):
-    """Compare a symbol across contexts and dtypes; raises ``MXNetError`` (needs mx.sym)."""
-    raise _needs_sym("check_consistency")
+_CONSISTENCY_TOL = {np.dtype(np.float16): 1e-2, np.dtype(np.float32): 1e-4,
+                    np.dtype(np.float64): 1e-5, np.dtype(np.uint8): 0, np.dtype(np.int32): 0,
+                    np.dtype(np.int64): 0}
+
+
+def check_consistency(sym, ctx_list, scale=1.0, grad_req="write", arg_params=None,
+                      aux_params=None, rtol=None, atol=None, raise_on_err=True,
+                      ground_truth=None, equal_nan=False, use_uniform=False,
+                      rand_type=np.float64):
+    """Run ``sym`` (or one symbol per entry) for each ``ctx_list`` entry (``{'ctx': ...,
+    <arg>: shape, 'type_dict': {...}}``) on the same random arguments and compare outputs
+    (and gradients unless ``grad_req='null'``) with the most precise run; returns its
+    outputs and gradients."""
+    syms = list(sym) if isinstance(sym, (list, tuple)) else [sym] * len(ctx_list)
+    if len(syms) == 1:
+        syms *= len(ctx_list)
+    names = syms[0].list_arguments()
+    exes = []
+    for s, spec in zip(syms, ctx_list):
+        if s.list_arguments() != names:
+            raise AssertionError(f"check_consistency: symbols have different arguments "
+                                 f"{s.list_arguments()} and {names}")
+        shapes = {k: v for k, v in spec.items() if k not in ("ctx", "type_dict")}
+        exes.append(s.simple_bind(spec.get("ctx"), grad_req=grad_req,
+                                  type_dict=spec.get("type_dict"), **shapes))
+    rng = np.random
+    arg_params = dict(arg_params or {})
+    aux_params = dict(aux_params or {})
+    for name, arr in exes[0].arg_dict.items():
+        if name not in arg_params:
+            arg_params[name] = (rng.uniform(-scale, scale, arr.shape) if use_uniform else
+                                rng.normal(0, scale, arr.shape)).astype(rand_type)
+    for name, arr in exes[0].aux_dict.items():
+        aux_params.setdefault(name, np.zeros(arr.shape, dtype=rand_type))
+    for exe in exes:
+        for name, arr in exe.arg_dict.items():
+            arr[:] = nd.array(np.asarray(arg_params[name]).astype(np.dtype(arr.dtype)))
+        for name, arr in exe.aux_dict.items():
+            arr[:] = nd.array(np.asarray(aux_params[name]).astype(np.dtype(arr.dtype)))
+    for exe in exes:
+        exe.forward(is_train=False)
+    dtypes = [np.dtype(exe.outputs[0].dtype) for exe in exes]
+    gt_i = max(range(len(exes)), key=lambda i: np.dtype(dtypes[i]).itemsize)
+    gt = ground_truth or {n: o.asnumpy() for n, o in
+                          zip(syms[gt_i].list_outputs(), exes[gt_i].outputs)}
+
+    def compare(got, want, dt, label):
+        tol_r = rtol if rtol is not None else _CONSISTENCY_TOL.get(dt, 1e-4)
+        tol_a = atol if atol is not None else _CONSISTENCY_TOL.get(dt, 1e-4)
+        try:
+            assert_almost_equal(want, got, rtol=tol_r, atol=tol_a, equal_nan=equal_nan,
+                                names=(f"GT_{label}", label))
+        except AssertionError:
+            if raise_on_err:
+                raise
+
+    for i, exe in enumerate(exes):
+        if i == gt_i:
+            continue
+        for name, out in zip(syms[i].list_outputs(), exe.outputs):
+            want = gt[syms[gt_i].list_outputs()[syms[i].list_outputs().index(name)]]
+            compare(out.asnumpy(), want, dtypes[i], name)
+    if grad_req != "null":
+        heads = [o.copy() for o in exes[gt_i].forward(is_train=True)]
+        grads = []
+        for exe in exes:
+            exe.forward(is_train=True)
+            exe.backward([h.astype(np.dtype(o.dtype).name) for h, o in zip(heads, exe.outputs)])
+            grads.append({k: g.asnumpy() for k, g in exe.grad_dict.items()})
+        for i, g in enumerate(grads):
+            if i == gt_i:
+                continue
+            for name, value in g.items():
+                compare(value, grads[gt_i][name], dtypes[i], name)
+        gt.update({k: v for k, v in grads[gt_i].items()})
+    return gt
 
 
 def same_symbol_structure(sym1, sym2):
-    """Compare two symbols' graphs; raises ``MXNetError`` (needs mx.sym)."""
-    raise _needs_sym("same_symbol_structure")
+    """Whether two symbols' graphs have the same operators wired the same way."""
+    import json
+
+    n1, n2 = json.loads(sym1.tojson())["nodes"], json.loads(sym2.tojson())["nodes"]
+    return len(n1) == len(n2) and all(a["op"] == b["op"] and a["inputs"] == b["inputs"]
+                                      for a, b in zip(n1, n2))
 
 
 def numeric_grad(executor, location, aux_states=None, eps=1e-4, use_forward_train=True,
@@ -126,8 +303,11 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
     Every output element contributes through a fixed random projection (values in
     [0.1, 1.1)); raises ``AssertionError`` on a mismatch.
     """
+    if _is_symbol(sym):
+        sym, location, aux_states = _symbol_function(sym, location, aux_states)
     if not callable(sym):
-        raise _needs_sym("check_numeric_gradient with a Symbol")
+        raise TypeError("check_numeric_gradient: sym must be a Symbol or a function of "
+                        "NDArrays")
     if np.dtype(dtype) not in (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64)):
         raise ValueError(f"check_numeric_gradient: dtype must be a float type, got {dtype!r}")
     if grad_stype_dict and any(v != "default" for v in grad_stype_dict.values()):
@@ -178,6 +358,27 @@ def check_numeric_gradient(sym, location, aux_states=None, numeric_eps=None, rto
         numeric = _finite_differences(f, points, i, step)
         got = analytic[i] - orig[i] if req == "add" else analytic[i]
         assert_almost_equal(numeric, got, rtol=rtol, atol=atol, names=label)
+
+
+def _symbol_function(sym, location, aux_states):
+    """A Symbol as a function of its arguments (by name), auxiliary states fixed."""
+    from ..symbol.executor import Plan
+
+    loc = _location_dict(sym, location, "check_numeric_gradient")
+    names = sym.list_arguments()
+    plan = Plan(sym, names + sym.list_auxiliary_states())
+    aux = _aux_list(sym, aux_states)
+
+    def fn(**arrays):
+        aux_nd = []
+        for a, name in zip(aux, sym.list_auxiliary_states()):
+            if a is None:
+                raise ValueError(f"check_numeric_gradient: auxiliary state {name} needs a value")
+            aux_nd.append(a if isinstance(a, nd.NDArray) else nd.array(a))
+        outs = plan.run([arrays[n] for n in names] + aux_nd)
+        return outs[0] if len(outs) == 1 else outs
+
+    return fn, loc, None
 
 
 def _autograd_pass(call, points, reqs, ctx, dtype):

@@ -100,6 +100,7 @@ class Dense(HybridBlock):
             num_hidden=self._units,
             no_bias=bias is None,
             flatten=self._flatten,
+            name="fwd",
         )
         if self.act is not None:
             out = self.act(out)
@@ -125,7 +126,7 @@ class Activation(HybridBlock):
         return self._act_type
 
     def hybrid_forward(self, F, x):
-        return F.Activation(x, act_type=self._act_type)
+        return F.Activation(x, act_type=self._act_type, name="fwd")
 
     def __repr__(self):
         return f"{self.__class__.__name__}({self._act_type})"
@@ -141,7 +142,7 @@ class LeakyReLU(HybridBlock):
         self._alpha = alpha
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="leaky", slope=self._alpha)
+        return F.LeakyReLU(x, act_type="leaky", slope=self._alpha, name="fwd")
 
     def __repr__(self):
         return f"{self.__class__.__name__}({self._alpha})"
@@ -168,8 +169,8 @@ class Dropout(HybridBlock):
         if self._rate <= 0:
             return x
         if self._axes:
-            return F.Dropout(x, p=self._rate, axes=self._axes)
-        return F.Dropout(x, p=self._rate)
+            return F.Dropout(x, p=self._rate, axes=self._axes, name="fwd")
+        return F.Dropout(x, p=self._rate, name="fwd")
 
     def __repr__(self):
         return f"{self.__class__.__name__}(p = {self._rate}, axes={self._axes})"
@@ -179,7 +180,7 @@ class Flatten(HybridBlock):
     """Reshape ``(N, d1, d2, ...)`` to ``(N, d1*d2*...)``."""
 
     def hybrid_forward(self, F, x):
-        return F.flatten(x)
+        return F.flatten(x, name="fwd")
 
     def __repr__(self):
         return self.__class__.__name__
@@ -219,7 +220,8 @@ class Embedding(HybridBlock):
 
     def hybrid_forward(self, F, x, weight):
         return F.Embedding(
-            x, weight, input_dim=self._kwargs["input_dim"], output_dim=self._kwargs["output_dim"]
+            x, weight, input_dim=self._kwargs["input_dim"], output_dim=self._kwargs["output_dim"],
+            name="fwd",
         )
 
     def __repr__(self):
@@ -283,7 +285,8 @@ class LayerNorm(HybridBlock):
         self.beta.shape = (channels,)
 
     def hybrid_forward(self, F, data, gamma, beta):
-        return F.LayerNorm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon)
+        return F.LayerNorm(data, gamma=gamma, beta=beta, axis=self._axis, eps=self._epsilon,
+                           name="fwd")
 
     def __repr__(self):
         content = ", ".join("=".join([k, repr(v)]) for k, v in self._kwargs.items())

@@ -1,0 +1,87 @@
+"""MXNet 1.9.1's graph JSON: ``nodes`` (op, name, string attrs, inputs ``[id, index,
+version]``), ``arg_nodes``, ``node_row_ptr``, ``heads`` and ``attrs.mxnet_version``."""
+
+import json
+
+from ..base import MXNetError
+from . import _spec
+from .symbol import Symbol, _Node
+
+MXNET_VERSION = 10901
+
+
+def tojson(sym):
+    """The JSON text of ``sym``'s graph."""
+    nodes = sym._nodes()
+    index = {id(n): i for i, n in enumerate(nodes)}
+    out_nodes, row_ptr = [], [0]
+    for node in nodes:
+        entry = {"op": "null" if node.op is None else node.json_op, "name": node.name}
+        attrs = dict(node.attrs)
+        if node.op is not None and _spec.is_variadic(node.op):
+            attrs["num_args"] = str(len(node.inputs))
+        if attrs:
+            entry["attrs"] = {k: attrs[k] for k in sorted(attrs)}
+        aux = node.aux_positions()  # MXNet marks inputs an operator mutates with version 1
+        entry["inputs"] = [[index[id(n)], i, int(k in aux)] for k, (n, i) in
+                           enumerate(node.inputs)]
+        out_nodes.append(entry)
+        total = 1 if node.op is None else _spec.total_outputs(node.op, node.attrs)
+        row_ptr.append(row_ptr[-1] + total)
+    doc = {
+        "nodes": out_nodes,
+        "arg_nodes": [i for i, n in enumerate(nodes) if n.op is None],
+        "node_row_ptr": row_ptr,
+        "heads": [[index[id(n)], i, 0] for n, i in sym._heads],
+        "attrs": {"mxnet_version": ["int", MXNET_VERSION]},
+    }
+    from ..util import is_np_shape
+
+    if is_np_shape():
+        doc["attrs"]["is_np_shape"] = ["int", 1]
+    return _dump(doc)
+
+
+def _dump(doc):
+    """MXNet's layout: one node per block, inner lists on one line."""
+    def node(e):
+        parts = [f'      "op": {json.dumps(e["op"])}', f'      "name": {json.dumps(e["name"])}']
+        if "attrs" in e:
+            parts.append(f'      "attrs": {json.dumps(e["attrs"])}')
+        parts.append(f'      "inputs": {json.dumps(e["inputs"])}')
+        return "    {\n" + ", \n".join(parts) + "\n    }"
+
+    body = ", \n".join(node(e) for e in doc["nodes"])
+    rest = [f'  "{k}": {json.dumps(doc[k])}' for k in ("arg_nodes", "node_row_ptr", "heads",
+                                                       "attrs")]
+    return '{\n  "nodes": [\n' + body + "\n  ], \n" + ", \n".join(rest) + "\n}"
+
+
+def _legacy_attrs(entry):
+    attrs = {}
+    for key in ("param", "attr", "attrs"):  # older MXNet files use "param" / "attr"
+        attrs.update(entry.get(key) or {})
+    return {str(k): str(v) for k, v in attrs.items()}
+
+
+def fromjson(text):
+    """A :class:`Symbol` from graph JSON text."""
+    try:
+        doc = json.loads(text)
+        raw_nodes, heads = doc["nodes"], doc["heads"]
+    except (ValueError, KeyError, TypeError) as err:
+        raise MXNetError(f"load_json: not an MXNet graph JSON ({err})") from None
+    nodes = []
+    for k, entry in enumerate(raw_nodes):
+        try:
+            op_name = entry["op"]
+            inputs = [(nodes[e[0]], int(e[1])) for e in entry.get("inputs", [])]
+        except (KeyError, IndexError, TypeError) as err:
+            raise MXNetError(f"load_json: node {k} is malformed ({err})") from None
+        attrs = _legacy_attrs(entry)
+        if op_name == "null":
+            nodes.append(_Node(None, entry["name"], attrs))
+        else:
+            op = _spec.resolve(op_name)
+            nodes.append(_Node(op, entry["name"], attrs, inputs, json_op=op_name))
+    return Symbol([(nodes[h[0]], int(h[1])) for h in heads])
