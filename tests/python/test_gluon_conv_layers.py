@@ -10,10 +10,9 @@ and the prediction-mode output.
 import json
 import os
 
+import ferromx as mx
 import numpy as np
 import pytest
-
-import ferromx as mx
 from ferromx import autograd, gluon
 from ferromx import ndarray as nd
 from ferromx.gluon import nn
@@ -52,7 +51,7 @@ def _require(op):
 
 def _build(key):
     case = CASES[key]
-    layer = eval(case["expr"], {"nn": nn})  # noqa: S307 - fixed fixture expressions
+    layer = eval(case["expr"], {"nn": nn})
     layer.initialize()
     return layer, nd.array(REF[f"{key}/x"])
 
@@ -170,7 +169,9 @@ def test_conv_bad_input_names_layer_and_shape():
     conv.initialize()
     with pytest.raises(ValueError, match=r"Conv2D 'myconv'.*4-D.*\(2, 3, 5\)"):
         conv(nd.ones((2, 3, 5)))
-    with pytest.raises(ValueError, match=r"Conv2D 'myconv' expects 3 input channels.*\(1, 2, 5, 5\)"):
+    with pytest.raises(
+        ValueError, match=r"Conv2D 'myconv' expects 3 input channels.*\(1, 2, 5, 5\)"
+    ):
         conv(nd.ones((1, 2, 5, 5)))
     grouped = nn.Conv2D(4, 3, groups=2)
     grouped.initialize()
