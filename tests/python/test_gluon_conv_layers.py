@@ -51,7 +51,7 @@ def _require(op):
 
 def _build(key):
     case = CASES[key]
-    layer = eval(case["expr"], {"nn": nn})
+    layer = eval(case["expr"], {"nn": nn, "cnn": gluon.contrib.nn})
     layer.initialize()
     return layer, nd.array(REF[f"{key}/x"])
 

@@ -34,7 +34,7 @@ from .conv_layers import (
     MaxPool3D,
     ReflectionPad2D,
 )
-from .norm_layers import BatchNorm, GroupNorm, InstanceNorm, SyncBatchNorm
+from .norm_layers import BatchNorm, BatchNormReLU, GroupNorm, InstanceNorm, SyncBatchNorm
 
 __all__ = [
     "ELU",
@@ -45,6 +45,7 @@ __all__ = [
     "AvgPool2D",
     "AvgPool3D",
     "BatchNorm",
+    "BatchNormReLU",
     "Block",
     "Conv1D",
     "Conv1DTranspose",

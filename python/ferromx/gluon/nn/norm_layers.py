@@ -10,7 +10,7 @@ import numpy as np
 
 from ..block import HybridBlock
 
-__all__ = ["BatchNorm", "GroupNorm", "InstanceNorm", "SyncBatchNorm"]
+__all__ = ["BatchNorm", "BatchNormReLU", "GroupNorm", "InstanceNorm", "SyncBatchNorm"]
 
 
 def _check_axis(block, x, axis):
@@ -354,3 +354,42 @@ class GroupNorm(HybridBlock):
     def __repr__(self):
         content = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
         return f"{type(self).__name__}({content})"
+
+
+class BatchNormReLU(_BatchNorm):
+    """:class:`BatchNorm` followed by ReLU (MXNet fuses the two in one operator; the
+    result is the same). Arguments as :class:`BatchNorm`."""
+
+    def __init__(
+        self,
+        axis=1,
+        momentum=0.9,
+        epsilon=1e-5,
+        center=True,
+        scale=True,
+        use_global_stats=False,
+        beta_initializer="zeros",
+        gamma_initializer="ones",
+        running_mean_initializer="zeros",
+        running_variance_initializer="ones",
+        in_channels=0,
+        **kwargs,
+    ):
+        super().__init__(
+            axis=axis,
+            momentum=momentum,
+            epsilon=epsilon,
+            center=center,
+            scale=scale,
+            use_global_stats=use_global_stats,
+            beta_initializer=beta_initializer,
+            gamma_initializer=gamma_initializer,
+            running_mean_initializer=running_mean_initializer,
+            running_variance_initializer=running_variance_initializer,
+            in_channels=in_channels,
+            **kwargs,
+        )
+
+    def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
+        out = super().hybrid_forward(F, x, gamma, beta, running_mean, running_var)
+        return F.relu(out)
