@@ -4,7 +4,6 @@ must fall within a few steps."""
 
 import numpy as np
 import pytest
-
 from ferromx import autograd, gluon, init
 from ferromx import ndarray as nd
 from ferromx.gluon import nn
