@@ -2,6 +2,7 @@
 28x28 digits and a narrow ResNet-18 (``thumbnail``) on synthetic 32x32 images; the loss
 must fall within a few steps."""
 
+import ferromx as mx
 import numpy as np
 import pytest
 from ferromx import autograd, gluon, init
@@ -50,18 +51,23 @@ def lenet():
 
 
 def test_lenet_loss_decreases():
+    # Sigmoid LeNet sits on a plateau near ln(10) for a while before it learns (as in D2L).
+    mx.random.seed(0)
     rng = np.random.RandomState(0)
     x, y = _synthetic(rng, 64, 10, (1, 28, 28))
     net = lenet()
     net.initialize(init.Xavier())
     trainer = gluon.Trainer(net.collect_params(), "adam", {"learning_rate": 0.01})
-    losses = _train(net, x, y, trainer, 15)
+    losses = _train(net, x, y, trainer, 120)
     assert net[0].weight.shape == (6, 1, 5, 5)
     assert net[4].weight.shape == (120, 16 * 5 * 5)
-    assert losses[-1] < 0.5 * losses[0], losses
+    assert losses[-1] < 0.5, losses[::10]
+    accuracy = (net(x).argmax(axis=1) == y).mean().asscalar()
+    assert accuracy > 0.9
 
 
 def test_small_resnet_loss_decreases():
+    mx.random.seed(1)
     rng = np.random.RandomState(1)
     x, y = _synthetic(rng, 16, 10, (3, 32, 32))
     net = vision.ResNetV1(
@@ -69,10 +75,9 @@ def test_small_resnet_loss_decreases():
     )
     net.initialize(init.Xavier())
     trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1, "momentum": 0.9})
-    bn = net.features[1][0].body[1]
-    before = bn.running_mean.data().asnumpy().copy()
     losses = _train(net, x, y, trainer, 8)
     assert losses[-1] < 0.5 * losses[0], losses
-    assert not np.allclose(bn.running_mean.data().asnumpy(), before)  # running stats moved
+    bn = net.features[1][0].body[1]
+    assert not np.allclose(bn.running_mean.data().asnumpy(), 0)  # running stats moved
     pred = net(x).argmax(axis=1).asnumpy()  # prediction mode uses the running statistics
     assert pred.shape == (16,)
