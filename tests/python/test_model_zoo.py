@@ -22,8 +22,23 @@ FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "model_zoo", "mo
 with gzip.open(FIX, "rt") as _f:
     MODELS = json.load(_f)["models"]
 
-# Models cheap enough to run forward (shape inference) in a fast test.
-FORWARD = ["resnet18_v1", "resnet18_v2", "mobilenet0.25", "mobilenetv2_0.25", "vgg11_bn"]
+# One or two models of each family, cheap enough to run forward (shape inference) in a
+# fast test (all 34 were checked this way once; the rest differ only in depth or width).
+FORWARD = [
+    "resnet18_v1",
+    "resnet18_v2",
+    "resnet50_v2",
+    "vgg11_bn",
+    "alexnet",
+    "densenet121",
+    "squeezenet1.0",
+    "squeezenet1.1",
+    "inceptionv3",
+    "mobilenet0.25",
+    "mobilenet1.0",
+    "mobilenetv2_0.25",
+    "mobilenetv2_1.0",
+]
 
 UNREACHABLE = "http://127.0.0.1:9/"
 
