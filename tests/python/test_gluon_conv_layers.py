@@ -194,6 +194,16 @@ def test_conv_bad_input_names_layer_and_shape():
         gn(nd.ones((1, 4, 2, 2)))
 
 
+def test_operator_errors_name_the_layer():
+    _require("Convolution")
+    conv = nn.Conv2D(4, 3, in_channels=2, prefix="small_")
+    conv.initialize()
+    with pytest.raises(ValueError, match=r"Conv2D 'small'.*\(1, 2, 2, 2\)"):
+        conv(nd.ones((1, 2, 2, 2)))
+    with pytest.raises(ValueError, match=r"MaxPool2D 'pool\d+'.*\(1, 2, 2, 2\)"):
+        nn.MaxPool2D(3)(nd.ones((1, 2, 2, 2)))
+
+
 def test_deferred_conv_infers_in_channels():
     conv = nn.Conv2D(6, 3, groups=3)
     conv.initialize()

@@ -9,6 +9,7 @@ deferred ``in_channels``) and the block prefixes (``conv0_``, ``pool0_``) are MX
 
 import numbers
 
+from ...base import MXNetError
 from ..block import HybridBlock
 from .basic_layers import Activation
 
@@ -71,6 +72,18 @@ def _check_input(block, x, layout):
             f"{type(block).__name__} '{block.name}' expects a {len(layout)}-D input in layout "
             f"{layout}, got shape {tuple(shape)}"
         )
+
+
+def _call_op(block, op, *args, **kwargs):
+    """Run ``op``; an operator error is re-raised naming the layer as well."""
+    try:
+        return op(*args, **kwargs)
+    except MXNetError as err:
+        try:
+            named = type(err)(f"{type(block).__name__} '{block.name}': {err}")
+        except TypeError:
+            raise err from None
+        raise named from err
 
 
 class _Conv(HybridBlock):
@@ -186,9 +199,9 @@ class _Conv(HybridBlock):
         self._check_call(x)
         op = getattr(F, self._op_name)
         if bias is None:
-            out = op(x, weight, **self._kwargs)
+            out = _call_op(self, op, x, weight, **self._kwargs)
         else:
-            out = op(x, weight, bias, **self._kwargs)
+            out = _call_op(self, op, x, weight, bias, **self._kwargs)
         if self.act is not None:
             out = self.act(out)
         return out
@@ -519,7 +532,7 @@ class _Pooling(HybridBlock):
 
     def hybrid_forward(self, F, x):
         _check_input(self, x, self._layout)
-        return F.Pooling(x, **self._kwargs)
+        return _call_op(self, F.Pooling, x, **self._kwargs)
 
     def __repr__(self):
         kw = self._kwargs
