@@ -332,6 +332,10 @@ def test_seed_training_loop_runs():
 
 
 def test_training_reduces_loss():
+    # Seed the initializer and the shuffle: with lr 0.5 some random states do not converge
+    # in 4 epochs, so the outcome must not depend on what ran before.
+    mx.random.seed(0)
+    np.random.seed(0)
     rng = np.random.RandomState(0)
     x = rng.uniform(size=(1024, 100)).astype(np.float32)
     teacher = rng.normal(size=(100, 10)).astype(np.float32)

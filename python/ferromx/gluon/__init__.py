@@ -1,6 +1,6 @@
 """Gluon: the high-level training interface (``mx.gluon``), following MXNet 1.9.1."""
 
-from . import contrib, data, loss, nn, utils
+from . import contrib, data, loss, model_zoo, nn, utils
 from .block import Block, HybridBlock, SymbolBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
 from .trainer import Trainer
@@ -17,6 +17,7 @@ __all__ = [
     "contrib",
     "data",
     "loss",
+    "model_zoo",
     "nn",
     "utils",
 ]

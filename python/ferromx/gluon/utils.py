@@ -2,6 +2,11 @@
 
 import hashlib
 import math
+import os
+import shutil
+import ssl
+import urllib.request
+import uuid
 import warnings
 
 import numpy as np
@@ -10,7 +15,14 @@ from .. import ndarray as nd
 from ..ndarray import NDArray
 from ..util import _as_np_mode
 
-__all__ = ["check_sha1", "clip_global_norm", "split_and_load", "split_data"]
+__all__ = [
+    "check_sha1",
+    "clip_global_norm",
+    "download",
+    "replace_file",
+    "split_and_load",
+    "split_data",
+]
 
 
 def split_data(data, num_slice, batch_axis=0, even_split=True):
@@ -94,3 +106,56 @@ def check_sha1(filename, sha1_hash):
         for chunk in iter(lambda: fobj.read(1048576), b""):
             sha1.update(chunk)
     return sha1.hexdigest() == sha1_hash
+
+
+def replace_file(src, dst):
+    """Move ``src`` onto ``dst`` atomically (replacing ``dst`` if it exists)."""
+    os.replace(src, dst)
+
+
+def _url_file_name(url):
+    return url.split("/")[-1].split("?")[0] or "download"
+
+
+def download(url, path=None, overwrite=False, sha1_hash=None, retries=5, verify_ssl=True):
+    """Download ``url`` to ``path`` (a file or a directory; default: the URL's file name
+    in the current directory) and return the file's path.
+
+    An existing file is kept unless ``overwrite`` or its SHA-1 differs from
+    ``sha1_hash``.  The data is written to a temporary file and moved into place, so an
+    interrupted download leaves no partial file.  Raises the last ``OSError`` (for
+    example ``urllib.error.URLError`` when offline) after ``retries`` attempts.
+    """
+    if path is None:
+        fname = _url_file_name(url)
+    else:
+        path = os.path.expanduser(path)
+        fname = os.path.join(path, _url_file_name(url)) if os.path.isdir(path) else path
+    if not retries > 0:
+        raise ValueError(f"Number of retries should be at least 0, currently it's {retries}")
+    if not overwrite and os.path.exists(fname) and (not sha1_hash or check_sha1(fname, sha1_hash)):
+        return fname
+    dirname = os.path.dirname(os.path.abspath(fname))
+    os.makedirs(dirname, exist_ok=True)
+    context = None
+    if not verify_ssl:
+        context = ssl._create_unverified_context()
+    last_error = None
+    for _ in range(retries):
+        tmp = f"{fname}.{uuid.uuid4()}"
+        try:
+            with (
+                urllib.request.urlopen(url, timeout=30, context=context) as resp,
+                open(tmp, "wb") as fobj,
+            ):
+                shutil.copyfileobj(resp, fobj, 1 << 20)
+            if sha1_hash and not check_sha1(tmp, sha1_hash):
+                raise OSError(f"File {fname} downloaded from {url} has a different SHA-1 hash")
+            replace_file(tmp, fname)
+            return fname
+        except OSError as err:
+            last_error = err
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+    raise last_error

@@ -1,5 +1,5 @@
-"""Contributed Gluon APIs (``mx.gluon.contrib``)."""
+"""Contributed Gluon APIs (``mx.gluon.contrib``), following MXNet 1.9.1."""
 
-from . import estimator
+from . import estimator, nn
 
-__all__ = ["estimator"]
+__all__ = ["estimator", "nn"]

@@ -9,14 +9,21 @@ import numpy as np
 from ... import ndarray as nd
 from ..block import Block, HybridBlock, HybridSequential, Sequential
 
+# MXNet defines its normalization layers in this module; keep them importable from here.
+from .norm_layers import BatchNorm, BatchNormReLU, GroupNorm, InstanceNorm
+
 __all__ = [
     "Activation",
+    "BatchNorm",
+    "BatchNormReLU",
     "Dense",
     "Dropout",
     "Embedding",
     "Flatten",
+    "GroupNorm",
     "HybridLambda",
     "HybridSequential",
+    "InstanceNorm",
     "Lambda",
     "LayerNorm",
     "LeakyReLU",
