@@ -2,6 +2,7 @@
 
 from . import _native
 from . import ndarray as _nd
+from .ndarray import image  # noqa: F401 - npx.image.*
 
 # the NumPy-semantics flags live in ``util`` (the single source of that state)
 from .util import is_np_array, is_np_shape, reset_np, set_np  # noqa: F401
