@@ -5,10 +5,9 @@ import os
 import random
 import threading
 
+import ferromx as mx
 import numpy as np
 import pytest
-
-import ferromx as mx
 from ferromx import nd
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "image")
@@ -140,7 +139,7 @@ def test_random_crops_stay_inside():
         out, (x, y, w, h) = mx.image.random_crop(src, (6, 5))
         assert out.shape == (5, 6, 3)
         np.testing.assert_array_equal(out.asnumpy(), source()[y:y + h, x:x + w])
-        out, box = mx.image.random_size_crop(src, (8, 8), 0.3, (0.75, 1.33))
+        out, _box = mx.image.random_size_crop(src, (8, 8), 0.3, (0.75, 1.33))
         assert out.shape == (8, 8, 3)
 
 

@@ -2,6 +2,9 @@
 (MXNet's ``python/mxnet/image``). Decoding runs natively with the GIL released; all
 array math is engine operators."""
 
-from .image import *  # noqa: F401,F403
-from .image import __all__  # noqa: F401
-from .image import _get_interp_method, _imencode  # noqa: F401 - used by recordio.pack_img
+from .image import *
+from .image import (  # noqa: F401 - used by recordio.pack_img
+    __all__,
+    _get_interp_method,
+    _imencode,
+)

@@ -11,15 +11,36 @@ import numpy as np
 
 from .. import ndarray as nd
 from ..ndarray import NDArray
-from .image import (_get_interp_method, center_crop, color_normalize, imresize,
-                    random_crop, random_size_crop, resize_short)
+from .image import (
+    _get_interp_method,
+    center_crop,
+    color_normalize,
+    imresize,
+    random_crop,
+    random_size_crop,
+    resize_short,
+)
 
 __all__ = [
-    "Augmenter", "SequentialAug", "ResizeAug", "ForceResizeAug", "RandomCropAug",
-    "RandomSizedCropAug", "CenterCropAug", "RandomOrderAug", "BrightnessJitterAug",
-    "ContrastJitterAug", "SaturationJitterAug", "HueJitterAug", "ColorJitterAug",
-    "LightingAug", "ColorNormalizeAug", "RandomGrayAug", "HorizontalFlipAug", "CastAug",
+    "Augmenter",
+    "BrightnessJitterAug",
+    "CastAug",
+    "CenterCropAug",
+    "ColorJitterAug",
+    "ColorNormalizeAug",
+    "ContrastJitterAug",
     "CreateAugmenter",
+    "ForceResizeAug",
+    "HorizontalFlipAug",
+    "HueJitterAug",
+    "LightingAug",
+    "RandomCropAug",
+    "RandomGrayAug",
+    "RandomOrderAug",
+    "RandomSizedCropAug",
+    "ResizeAug",
+    "SaturationJitterAug",
+    "SequentialAug",
 ]
 
 _GRAY = (0.299, 0.587, 0.114)

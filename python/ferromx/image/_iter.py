@@ -10,6 +10,8 @@ from .. import ndarray as nd
 from ._augment import CreateAugmenter
 from .image import imdecode
 
+_LOG = logging.getLogger(__name__)
+
 try:  # the io package (DataIter, DataBatch) is built separately
     from ..io import DataBatch, DataIter
 except ImportError:  # pragma: no cover - minimal stand-ins until ferromx.io exists
@@ -164,7 +166,7 @@ class ImageIter(DataIter):
                 try:
                     self.check_valid_image(data)
                 except RuntimeError as e:
-                    logging.debug("Invalid image, skipping:  %s", str(e))
+                    _LOG.debug("Invalid image, skipping:  %s", str(e))
                     continue
                 data = self.augmentation_transform(data)
                 batch_data[i] = self.postprocess_data(data)

@@ -16,13 +16,38 @@ from ..context import _ctx_str, current_context
 from ..ndarray import NDArray
 
 __all__ = [
-    "imread", "imdecode", "imresize", "scale_down", "resize_short", "fixed_crop",
-    "random_crop", "center_crop", "color_normalize", "random_size_crop", "imrotate",
-    "random_rotate", "Augmenter", "SequentialAug", "ResizeAug", "ForceResizeAug",
-    "RandomCropAug", "RandomSizedCropAug", "CenterCropAug", "RandomOrderAug",
-    "BrightnessJitterAug", "ContrastJitterAug", "SaturationJitterAug", "HueJitterAug",
-    "ColorJitterAug", "LightingAug", "ColorNormalizeAug", "RandomGrayAug",
-    "HorizontalFlipAug", "CastAug", "CreateAugmenter", "ImageIter",
+    "Augmenter",
+    "BrightnessJitterAug",
+    "CastAug",
+    "CenterCropAug",
+    "ColorJitterAug",
+    "ColorNormalizeAug",
+    "ContrastJitterAug",
+    "CreateAugmenter",
+    "ForceResizeAug",
+    "HorizontalFlipAug",
+    "HueJitterAug",
+    "ImageIter",
+    "LightingAug",
+    "RandomCropAug",
+    "RandomGrayAug",
+    "RandomOrderAug",
+    "RandomSizedCropAug",
+    "ResizeAug",
+    "SaturationJitterAug",
+    "SequentialAug",
+    "center_crop",
+    "color_normalize",
+    "fixed_crop",
+    "imdecode",
+    "imread",
+    "imresize",
+    "imrotate",
+    "random_crop",
+    "random_rotate",
+    "random_size_crop",
+    "resize_short",
+    "scale_down",
 ]
 
 
@@ -42,8 +67,9 @@ def imdecode(buf, flag=1, to_rgb=1, out=None, **kwargs):
     if isinstance(buf, np.ndarray):
         buf = np.ascontiguousarray(buf, dtype=np.uint8).tobytes()
     if not isinstance(buf, (bytes, bytearray, memoryview)):
-        raise ValueError("buf must be of type bytes, bytearray or numpy.ndarray,"
-                         "if you would like to input type str, please convert to bytes")
+        raise ValueError(  # noqa: TRY004 - MXNet raises ValueError
+            "buf must be of type bytes, bytearray or numpy.ndarray,"
+            "if you would like to input type str, please convert to bytes")
     ctx = kwargs.pop("ctx", None)
     if kwargs:
         raise TypeError(f"imdecode: unexpected arguments {sorted(kwargs)}")
@@ -105,7 +131,7 @@ def _get_interp_method(interp, sizes=()):
     if interp == 10:
         return random.randint(0, 3)
     if interp not in (0, 1, 2, 3, 4):
-        raise ValueError("Unknown interp method %d" % interp)
+        raise ValueError(f"Unknown interp method {interp}")
     return interp
 
 
@@ -170,8 +196,8 @@ def random_size_crop(src, size, area, ratio, interp=2, **kwargs):
         target_area = random.uniform(area[0], area[1]) * src_area
         log_ratio = (np.log(ratio[0]), np.log(ratio[1]))
         new_ratio = np.exp(random.uniform(*log_ratio))
-        new_w = int(round(np.sqrt(target_area * new_ratio)))
-        new_h = int(round(np.sqrt(target_area / new_ratio)))
+        new_w = round(float(np.sqrt(target_area * new_ratio)))
+        new_h = round(float(np.sqrt(target_area / new_ratio)))
         if new_w <= w and new_h <= h:
             x0 = random.randint(0, w - new_w)
             y0 = random.randint(0, h - new_h)
@@ -179,8 +205,8 @@ def random_size_crop(src, size, area, ratio, interp=2, **kwargs):
     return center_crop(src, size, interp)
 
 
-from ._rotate import imrotate, random_rotate  # noqa: E402
-from ._augment import *  # noqa: E402,F401,F403
-from ._augment import CreateAugmenter  # noqa: E402,F401
-from ._iter import ImageIter  # noqa: E402,F401
+from ._augment import *
+from ._augment import CreateAugmenter
+from ._iter import ImageIter
+from ._rotate import imrotate, random_rotate
 

@@ -3,4 +3,4 @@
 from . import transforms
 from .image_datasets import ImageFolderDataset, ImageListDataset, ImageRecordDataset
 
-__all__ = ["transforms", "ImageFolderDataset", "ImageListDataset", "ImageRecordDataset"]
+__all__ = ["ImageFolderDataset", "ImageListDataset", "ImageRecordDataset", "transforms"]

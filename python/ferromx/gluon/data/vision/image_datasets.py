@@ -144,7 +144,11 @@ class ImageRecordDataset(Dataset):
             recordio = None
         if recordio is not None:
             self._record = recordio.MXIndexedRecordIO(self.idx_file, self.filename, "r")
-            self._unpack = lambda s: (lambda h, img: (h.label, img))(*recordio.unpack(s))
+            def unpack(s):
+                header, img = recordio.unpack(s)
+                return header.label, img
+
+            self._unpack = unpack
         else:
             self._record = _IndexedRecords(self.idx_file, self.filename)
             self._unpack = _IndexedRecords.unpack

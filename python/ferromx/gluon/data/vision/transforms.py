@@ -11,11 +11,29 @@ from .... import ndarray as nd
 from ...block import Block, HybridBlock, HybridSequential, Sequential
 
 __all__ = [
-    "Compose", "HybridCompose", "Cast", "ToTensor", "Normalize", "Rotate", "RandomRotation",
-    "RandomResizedCrop", "CropResize", "CenterCrop", "Resize", "RandomCrop",
-    "RandomFlipLeftRight", "RandomFlipTopBottom", "RandomBrightness", "RandomContrast",
-    "RandomSaturation", "RandomHue", "RandomColorJitter", "RandomLighting", "RandomGray",
-    "RandomApply", "HybridRandomApply",
+    "Cast",
+    "CenterCrop",
+    "Compose",
+    "CropResize",
+    "HybridCompose",
+    "HybridRandomApply",
+    "Normalize",
+    "RandomApply",
+    "RandomBrightness",
+    "RandomColorJitter",
+    "RandomContrast",
+    "RandomCrop",
+    "RandomFlipLeftRight",
+    "RandomFlipTopBottom",
+    "RandomGray",
+    "RandomHue",
+    "RandomLighting",
+    "RandomResizedCrop",
+    "RandomRotation",
+    "RandomSaturation",
+    "Resize",
+    "Rotate",
+    "ToTensor",
 ]
 
 
@@ -47,7 +65,7 @@ class HybridCompose(HybridSequential):
         super().__init__()
         for t in transforms:
             if not isinstance(t, HybridBlock):
-                raise ValueError(f"HybridCompose needs HybridBlocks, got {type(t).__name__}")
+                raise TypeError(f"HybridCompose needs HybridBlocks, got {type(t).__name__}")
             self.add(t)
 
 
