@@ -92,3 +92,29 @@ def test_private_record_reader():
     np.testing.assert_array_equal(label, [2.0, 3.0])
     with open(os.path.join(FIX, "small.png"), "rb") as f:
         assert payload == f.read()
+
+
+def test_private_reader_scans_without_an_index():
+    r = image_datasets._IndexedRecords(None, os.path.join(FIX, "tiny.rec"))
+    assert r.keys == [0, 1]
+    assert r.unpack(r.read_idx(0))[0] == 1.0
+
+
+def test_image_record_iter():
+    from ferromx.io.image_record_iter import ImageRecordIter
+
+    it = ImageRecordIter(os.path.join(FIX, "tiny.rec"), (3, 16, 16), batch_size=3,
+                         mean_r=10.0, mean_g=20.0, mean_b=30.0, std_r=2.0, std_g=2.0, std_b=2.0)
+    batches = list(it)
+    assert len(batches) == 1 and batches[0].pad == 1
+    data = batches[0].data[0].asnumpy()
+    assert data.shape == (3, 3, 16, 16)
+    png = REC["png_rgb"][2:18, 6:22].transpose(2, 0, 1).astype(np.float32)
+    want = (png - np.array([10, 20, 30]).reshape(3, 1, 1)) / 2.0
+    np.testing.assert_allclose(data[1], want, rtol=1e-6)
+    np.testing.assert_array_equal(batches[0].label[0].asnumpy(), [1.0, 2.0, 1.0])
+    it.reset()
+    aug = ImageRecordIter(os.path.join(FIX, "tiny.rec"), (3, 8, 8), batch_size=2, resize=10,
+                          rand_crop=True, rand_mirror=True, shuffle=True, seed=3,
+                          preprocess_threads=2)
+    assert next(iter(aug)).data[0].shape == (2, 3, 8, 8)

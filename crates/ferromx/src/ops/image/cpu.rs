@@ -432,7 +432,7 @@ fn area_taps(src: usize, dst: usize) -> Taps {
 }
 
 /// Separable resampling of one HWC image; uint8 uses OpenCV's 11-bit fixed point.
-fn separable<T: Elem>(x: &[T], h: usize, w: usize, ch: usize, o: &mut [T], tx: &Taps, ty: &Taps, fixed: bool) {
+fn separable<T: Elem>(x: &[T], [h, w, ch]: [usize; 3], o: &mut [T], tx: &Taps, ty: &Taps, fixed: bool) {
     let ow = tx.idx.len() / tx.k;
     let row_len = ow * ch;
     let mut rows: Vec<f64> = vec![0.0; h * row_len];
@@ -481,7 +481,7 @@ fn store<T: Elem>(s: f64) -> T {
 }
 
 /// Integer-factor box average (OpenCV's fast area path).
-fn area_fast<T: Elem>(x: &[T], w: usize, ch: usize, o: &mut [T], oh: usize, ow: usize, sy: usize, sx: usize) {
+fn area_fast<T: Elem>(x: &[T], [w, ch]: [usize; 2], o: &mut [T], [oh, ow]: [usize; 2], [sy, sx]: [usize; 2]) {
     let area = (sx * sy) as f64;
     for r in 0..oh {
         for d in 0..ow {
@@ -504,7 +504,7 @@ fn area_fast<T: Elem>(x: &[T], w: usize, ch: usize, o: &mut [T], oh: usize, ow: 
 
 /// Resizes one HWC image `x` (`h x w x ch`) into `o` (`oh x ow x ch`) as
 /// OpenCV's `cv::resize` with interpolation `mode`.
-pub fn resize_image<T: Elem>(x: &[T], h: usize, w: usize, ch: usize, o: &mut [T], oh: usize, ow: usize, mode: Interp) {
+pub fn resize_image<T: Elem>(x: &[T], [h, w, ch]: [usize; 3], o: &mut [T], [oh, ow]: [usize; 2], mode: Interp) {
     let (scale_x, scale_y) = (w as f64 / ow as f64, h as f64 / oh as f64);
     let (ix, iy) = (scale_x.round(), scale_y.round());
     let fast = (scale_x - ix).abs() < f64::EPSILON && (scale_y - iy).abs() < f64::EPSILON;
@@ -514,14 +514,14 @@ pub fn resize_image<T: Elem>(x: &[T], h: usize, w: usize, ch: usize, o: &mut [T]
     }
     if mode == Interp::Area && scale_x >= 1.0 && scale_y >= 1.0 {
         if fast {
-            area_fast(x, w, ch, o, oh, ow, iy as usize, ix as usize);
+            area_fast(x, [w, ch], o, [oh, ow], [iy as usize, ix as usize]);
         } else {
-            separable(x, h, w, ch, o, &area_taps(w, ow), &area_taps(h, oh), false);
+            separable(x, [h, w, ch], o, &area_taps(w, ow), &area_taps(h, oh), false);
         }
         return;
     }
     let fixed = T::DTYPE == DType::U8 && mode != Interp::Nearest;
-    separable(x, h, w, ch, o, &interp_taps(w, ow, mode), &interp_taps(h, oh, mode), fixed);
+    separable(x, [h, w, ch], o, &interp_taps(w, ow, mode), &interp_taps(h, oh, mode), fixed);
 }
 
 /// Resize: nums = [n, h, w, c, oh, ow, interp].
@@ -536,7 +536,7 @@ pub fn resize_kernel(c: &OpCall, k: &Kernel) -> KResult {
             let b0 = start / oimg.max(1);
             for (bi, ob) in oc.chunks_mut(oimg.max(1)).enumerate() {
                 let b = b0 + bi;
-                resize_image(&x[b * img..(b + 1) * img], h, w, ch, ob, oh, ow, mode);
+                resize_image(&x[b * img..(b + 1) * img], [h, w, ch], ob, [oh, ow], mode);
             }
         });
     });

@@ -24,9 +24,9 @@ pub use cpu::{resize_image, Interp};
 
 /// `(batch, height, width, channels)` of an HWC or NHWC image, checked.
 fn nhwc(op: &str, s: &Shape, batch_ok: bool) -> Result<(usize, usize, usize, usize)> {
-    match s.dims() {
-        &[h, w, c] => Ok((1, h, w, c)),
-        &[n, h, w, c] if batch_ok => Ok((n, h, w, c)),
+    match *s.dims() {
+        [h, w, c] => Ok((1, h, w, c)),
+        [n, h, w, c] if batch_ok => Ok((n, h, w, c)),
         _ => Err(Error::shape(
             op,
             &[s],
@@ -103,9 +103,9 @@ pub fn to_tensor(x: &NDArray) -> Result<NDArray> {
 
 /// `(n, channels, plane)` of a CHW or NCHW tensor.
 fn nchw(op: &str, s: &Shape) -> Result<(usize, usize, usize)> {
-    match s.dims() {
-        &[c, h, w] => Ok((1, c, h * w)),
-        &[n, c, h, w] => Ok((n, c, h * w)),
+    match *s.dims() {
+        [c, h, w] => Ok((1, c, h * w)),
+        [n, c, h, w] => Ok((n, c, h * w)),
         _ => Err(Error::shape(op, &[s], "expected a tensor (C, H, W) or a batch (N, C, H, W)")),
     }
 }

@@ -54,18 +54,18 @@ fn resize_matches_hand_computed_values() {
     // 1x2 -> 1x4 bilinear: OpenCV samples at (d + 0.5) / 2 - 0.5.
     let x = [0.0f32, 100.0];
     let mut o = [0.0f32; 4];
-    resize_image(&x, 1, 2, 1, &mut o, 1, 4, Interp::Linear);
+    resize_image(&x, [1, 2, 1], &mut o, [1, 4], Interp::Linear);
     assert_eq!(o, [0.0, 25.0, 75.0, 100.0]);
     let mut n = [0.0f32; 4];
-    resize_image(&x, 1, 2, 1, &mut n, 1, 4, Interp::Nearest);
+    resize_image(&x, [1, 2, 1], &mut n, [1, 4], Interp::Nearest);
     assert_eq!(n, [0.0, 0.0, 100.0, 100.0]);
     // 2x2 -> 1x1 (linear at exactly half size is OpenCV's area: the mean, rounded).
     let u = [1u8, 2, 3, 5];
     let mut m = [0u8; 1];
-    resize_image(&u, 2, 2, 1, &mut m, 1, 1, Interp::Linear);
+    resize_image(&u, [2, 2, 1], &mut m, [1, 1], Interp::Linear);
     assert_eq!(m, [3]);
     let mut same = [0u8; 4];
-    resize_image(&u, 2, 2, 1, &mut same, 2, 2, Interp::Cubic);
+    resize_image(&u, [2, 2, 1], &mut same, [2, 2], Interp::Cubic);
     assert_eq!(same, u);
 }
 

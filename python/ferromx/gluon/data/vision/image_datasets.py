@@ -1,12 +1,12 @@
 """Image datasets: a folder per class, an image list, or a RecordIO file."""
 
 import os
-import struct
 import warnings
 
 import numpy as np
 
 from .... import image
+from ....image._records import _IndexedRecords
 from ..dataset import Dataset
 
 __all__ = ["ImageFolderDataset", "ImageListDataset", "ImageRecordDataset"]
@@ -87,46 +87,6 @@ class ImageListDataset(Dataset):
 
     def __len__(self):
         return len(self.items)
-
-
-class _IndexedRecords:
-    """A minimal reader of MXNet's indexed RecordIO (``.rec`` + ``.idx``), used only
-    when ``ferromx.recordio`` is not available."""
-
-    _MAGIC = 0xCED7230A
-
-    def __init__(self, idx_path, rec_path):
-        self._rec = rec_path
-        self.keys, self._pos = [], {}
-        with open(idx_path) as f:
-            for line in f:
-                parts = line.strip().split("\t")
-                if len(parts) == 2:
-                    self.keys.append(int(parts[0]))
-                    self._pos[int(parts[0])] = int(parts[1])
-
-    def read_idx(self, key):
-        out = b""
-        with open(self._rec, "rb") as f:
-            f.seek(self._pos[key])
-            while True:
-                magic, lrec = struct.unpack("<II", f.read(8))
-                if magic != self._MAGIC:
-                    raise ValueError(f"ImageRecordDataset: bad record magic at key {key}")
-                cflag, length = lrec >> 29, lrec & ((1 << 29) - 1)
-                out += f.read(length)
-                f.read((4 - length % 4) % 4)
-                if cflag in (0, 3):
-                    return out
-
-    @staticmethod
-    def unpack(s):
-        flag, label, _id, _id2 = struct.unpack("<IfQQ", s[:24])
-        s = s[24:]
-        if flag > 0:
-            label = np.frombuffer(s[:4 * flag], dtype=np.float32)
-            s = s[4 * flag:]
-        return label, s
 
 
 class ImageRecordDataset(Dataset):
