@@ -22,6 +22,8 @@ from . import numpy as np  # noqa: F401
 from . import numpy_extension
 from . import numpy_extension as npx
 from . import util
+from . import image
+from . import image as img  # noqa: F401 - MXNet's alias
 from .util import is_np_array, is_np_shape, np_array, np_shape  # noqa: F401
 from .util import set_np_shape, use_np_array, use_np_shape  # noqa: F401
 from . import runtime  # noqa: F401

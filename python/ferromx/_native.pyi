@@ -308,6 +308,17 @@ def from_dlpack(obj: Any) -> NDArray:
 def waitall() -> None:
     """Waits for all pushed work (GIL released, Ctrl-C aware); raises the first error."""
 
+def imdecode(buf: Any, flag: int = 1, to_rgb: bool = True, ctx: str = "cpu(0)") -> NDArray:
+    """Decodes JPEG/PNG bytes to an (H, W, C) uint8 array (GIL released while decoding)."""
+
+def imdecode_batch(bufs: list[Any], flag: int = 1, to_rgb: bool = True,
+                   ctx: str = "cpu(0)") -> list[NDArray]:
+    """Decodes many images in parallel (GIL released); raises for the first failure."""
+
+def imencode(data: Any, height: int, width: int, channels: int, ext: str = ".jpg",
+             quality: int = 95) -> bytes:
+    """Encodes (H, W, C) uint8 bytes in RGB order as .jpg or .png (GIL released)."""
+
 # -------------------------------------------------------------------- autograd
 def set_recording(on: bool) -> bool: ...
 def set_training(on: bool) -> bool: ...

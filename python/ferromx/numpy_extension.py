@@ -3,6 +3,7 @@
 from . import _native
 from . import ndarray as _nd
 from .context import cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
+from .ndarray import image  # noqa: F401 - npx.image.*
 
 # the NumPy-semantics flags live in ``util`` (the single source of that state)
 from .util import is_np_array, is_np_shape, reset_np, set_np  # noqa: F401

@@ -82,16 +82,21 @@ pub fn to_attr(v: &Bound<'_, PyAny>) -> PyResult<Attr> {
         return Ok(Attr::Str(v.extract()?));
     }
     if v.is_instance_of::<PyTuple>() || v.is_instance_of::<PyList>() {
-        let mut out = Vec::new();
-        for item in v.try_iter()? {
-            let item = item?;
-            let i: i64 = item
-                .call_method0("__index__")
-                .and_then(|x| x.extract())
-                .map_err(|_| PyTypeError::new_err(format!("expected a tuple of ints, got element {item}")))?;
-            out.push(i);
+        let items: Vec<Bound<'_, PyAny>> = v.try_iter()?.collect::<PyResult<_>>()?;
+        let ints: PyResult<Vec<i64>> =
+            items.iter().map(|item| item.call_method0("__index__").and_then(|x| x.extract())).collect();
+        if let Ok(out) = ints {
+            return Ok(Attr::Ints(out));
         }
-        return Ok(Attr::Ints(out));
+        let mut out = Vec::new();
+        for item in &items {
+            let f: f64 = item
+                .call_method0("__float__")
+                .and_then(|x| x.extract())
+                .map_err(|_| PyTypeError::new_err(format!("expected a tuple of numbers, got element {item}")))?;
+            out.push(f);
+        }
+        return Ok(Attr::Floats(out));
     }
     if let Ok(i) = v.call_method0("__index__") {
         return Ok(Attr::Int(i.extract()?));

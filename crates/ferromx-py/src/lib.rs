@@ -4,6 +4,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 mod convert;
 mod glue;
+mod image;
 mod ndarray;
 mod profiler;
 mod table;
@@ -244,6 +245,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::op_infer, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::array_from_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
+    m.add_function(wrap_pyfunction!(image::imdecode, m)?)?;
+    m.add_function(wrap_pyfunction!(image::imdecode_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(image::imencode, m)?)?;
     m.add_function(wrap_pyfunction!(copy_to_context, m)?)?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(set_recording, m)?)?;

@@ -1,7 +1,7 @@
 """Data iterators (``mx.io``), following MXNet 1.9.1.
 
 ``ImageRecordIter`` (and its uint8/int8 forms) are provided by the image package: they are
-looked up lazily in :mod:`ferromx.io.image_record` on first use.
+looked up lazily in :mod:`ferromx.io.image_record_iter` on first use.
 """
 
 import importlib
@@ -28,13 +28,13 @@ _LAZY = ("ImageRecordIter", "ImageRecordUInt8Iter", "ImageRecordInt8Iter", "Imag
 def __getattr__(name):
     if name in _LAZY:
         try:
-            module = importlib.import_module(".image_record", __name__)
+            module = importlib.import_module(".image_record_iter", __name__)
         except ImportError as err:
             raise AttributeError(
-                f"ferromx.io.{name} needs the image package (ferromx.io.image_record), "
+                f"ferromx.io.{name} needs the image package (ferromx.io.image_record_iter), "
                 f"which is not available: {err}"
             ) from err
         if hasattr(module, name):
             return getattr(module, name)
-        raise AttributeError(f"ferromx.io.image_record does not define {name}")
+        raise AttributeError(f"ferromx.io.image_record_iter does not define {name}")
     raise AttributeError(f"module 'ferromx.io' has no attribute {name!r}")

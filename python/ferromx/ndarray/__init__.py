@@ -376,7 +376,7 @@ Pad = pad
 crop = slice
 Cast = cast  # noqa: F821
 
-from . import random, linalg, contrib  # noqa: E402
+from . import random, linalg, contrib, image  # noqa: E402
 from ._fluent import install as _install_fluent  # noqa: E402
 
 _install_fluent(globals())

@@ -21,6 +21,8 @@ pub enum Attr {
     Str(String),
     /// tuple of ints
     Ints(Vec<i64>),
+    /// tuple of floats (with at least one non-integer element)
+    Floats(Vec<f64>),
 }
 
 impl std::fmt::Display for Attr {
@@ -39,6 +41,10 @@ impl std::fmt::Display for Attr {
                 } else {
                     write!(f, "({})", s.join(", "))
                 }
+            }
+            Attr::Floats(v) => {
+                let s: Vec<String> = v.iter().map(|x| format!("{x:?}")).collect();
+                write!(f, "({}{})", s.join(", "), if v.len() == 1 { "," } else { "" })
             }
         }
     }
@@ -126,6 +132,17 @@ impl Attrs {
             Some(Attr::Ints(v)) => Ok(Some(v.clone())),
             Some(Attr::Int(v)) => Ok(Some(vec![*v])),
             Some(v) => Err(Self::err(op, k, "an int or tuple of ints", v)),
+        }
+    }
+    /// Float-tuple attribute (a number becomes a 1-tuple; int tuples convert).
+    pub fn floats(&self, op: &str, k: &str) -> Result<Option<Vec<f64>>> {
+        match self.get(k) {
+            None => Ok(None),
+            Some(Attr::Floats(v)) => Ok(Some(v.clone())),
+            Some(Attr::Ints(v)) => Ok(Some(v.iter().map(|&x| x as f64).collect())),
+            Some(Attr::Int(v)) => Ok(Some(vec![*v as f64])),
+            Some(Attr::Float(v)) => Ok(Some(vec![*v])),
+            Some(v) => Err(Self::err(op, k, "a number or tuple of numbers", v)),
         }
     }
     /// Shape attribute (required unless `d` given).

@@ -44,6 +44,8 @@ pub enum ParamKind {
     Str,
     /// A tuple of integers (an int is a 1-tuple).
     Ints,
+    /// A tuple of floats (a number is a 1-tuple).
+    Floats,
     /// A shape (a tuple of non-negative integers).
     Shape,
     /// A dtype name (`'float32'`).
@@ -61,6 +63,7 @@ impl ParamKind {
             ParamKind::Bool => "bool",
             ParamKind::Str => "str",
             ParamKind::Ints | ParamKind::Shape => "Union[int, Tuple[int, ...]]",
+            ParamKind::Floats => "Union[float, Tuple[float, ...]]",
             ParamKind::DType => "Any",
             ParamKind::Context => "Any",
         }

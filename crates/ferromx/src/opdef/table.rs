@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 12] {
+fn families() -> [&'static [OpDef]; 13] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -22,6 +22,7 @@ fn families() -> [&'static [OpDef]; 12] {
         ops::nn::DEFS,
         ops::optim::DEFS,
         ops::random::DEFS,
+        ops::image::DEFS,
         ops::DEFS,
     ]
 }
@@ -115,6 +116,9 @@ pub(crate) fn parse_default(kind: ParamKind, s: &str) -> Attr {
         return Attr::Str(q.to_string());
     }
     if let Some(t) = s.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+        if kind == ParamKind::Floats {
+            return Attr::Floats(t.split(',').filter_map(|p| p.trim().parse().ok()).collect());
+        }
         return Attr::Ints(
             t.split(',').filter(|p| !p.trim().is_empty()).filter_map(|p| p.trim().parse().ok()).collect(),
         );
@@ -186,6 +190,10 @@ impl Invocation<'_> {
     /// Optional int-tuple parameter.
     pub fn ints(&self, k: &str) -> Result<Option<Vec<i64>>> {
         self.pick(k, |a| a.ints(self.def.name, k))
+    }
+    /// Float-tuple parameter.
+    pub fn floats(&self, k: &str) -> Result<Option<Vec<f64>>> {
+        self.pick(k, |a| a.floats(self.def.name, k))
     }
     /// Required int-tuple parameter.
     pub fn req_ints(&self, k: &str) -> Result<Vec<i64>> {

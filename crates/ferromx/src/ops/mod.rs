@@ -6,6 +6,7 @@
 
 pub mod binary;
 pub mod creation;
+pub mod image;
 pub mod index;
 pub mod linalg;
 pub mod nn;

@@ -35,7 +35,7 @@ pub fn seed(s: u64, ctx: Option<Context>) {
 
 static GLOBAL_SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0x5eed);
 
-fn next_seed(ctx: Context) -> u64 {
+pub(crate) fn next_seed(ctx: Context) -> u64 {
     let mut m = seeds().lock();
     let e =
         m.entry(ctx).or_insert((GLOBAL_SEED.load(std::sync::atomic::Ordering::Relaxed) ^ ((ctx.id as u64) << 32), 0));

@@ -1,22 +1,18 @@
-"""Vision datasets (and, when the image package is present, transforms) of ``gluon.data``."""
+"""Vision data of ``gluon.data``: datasets, image datasets and transforms."""
 
-from . import datasets
+from . import datasets, image_datasets, transforms
 from .datasets import CIFAR10, CIFAR100, MNIST, FashionMNIST
+from .image_datasets import ImageFolderDataset, ImageListDataset, ImageRecordDataset
 
-__all__ = ["CIFAR10", "CIFAR100", "MNIST", "FashionMNIST", "datasets"]
-
-try:  # provided by the image package
-    from . import transforms  # noqa: F401
-except ImportError:  # pragma: no cover - only while the image package is absent
-    pass
-else:
-    __all__.append("transforms")
-
-try:  # ImageFolderDataset, ImageListDataset, ImageRecordDataset (image package)
-    from . import image_datasets
-    from .image_datasets import *
-except ImportError:  # pragma: no cover
-    pass
-else:
-    __all__.append("image_datasets")
-    __all__.extend(str(name) for name in getattr(image_datasets, "__all__", ()))
+__all__ = [
+    "CIFAR10",
+    "CIFAR100",
+    "FashionMNIST",
+    "ImageFolderDataset",
+    "ImageListDataset",
+    "ImageRecordDataset",
+    "MNIST",
+    "datasets",
+    "image_datasets",
+    "transforms",
+]
