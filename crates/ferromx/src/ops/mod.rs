@@ -113,7 +113,10 @@ pub fn copy(x: &NDArray) -> Result<NDArray> {
 }
 
 /// The kernel of `_copy`.
-fn copy_kernel(_c: &OpCall, k: &crate::storage::Kernel) -> std::result::Result<(), ferromx_engine::OpFailure> {
+pub(crate) fn copy_kernel(
+    _c: &OpCall,
+    k: &crate::storage::Kernel,
+) -> std::result::Result<(), ferromx_engine::OpFailure> {
     with_dtype!(k.in_dtype(0), T, k.output::<T>(0).copy_from_slice(k.input::<T>(0)));
     Ok(())
 }
