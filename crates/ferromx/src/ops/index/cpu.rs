@@ -84,7 +84,7 @@ fn walk_affine(
 }
 
 /// An affine walk as a call's `ints`: `[base, n, dims.., strides..]`.
-pub(super) fn affine_ints(base: isize, dims: &[usize], strides: &[isize]) -> Vec<i64> {
+pub(crate) fn affine_ints(base: isize, dims: &[usize], strides: &[isize]) -> Vec<i64> {
     let mut v = vec![base as i64, dims.len() as i64];
     v.extend(dims.iter().map(|&d| d as i64));
     v.extend(strides.iter().map(|&s| s as i64));
@@ -99,7 +99,7 @@ fn affine_of(ints: &[i64]) -> (isize, Vec<usize>, Vec<isize>) {
 }
 
 /// Output element `i` (row-major over the walk) is input 0 at the walk's address.
-pub(super) fn gather_kernel(c: &OpCall, k: &Kernel) -> KResult {
+pub(crate) fn gather_kernel(c: &OpCall, k: &Kernel) -> KResult {
     let (base, dims, strides) = affine_of(&c.ints);
     with_dtype!(k.in_dtype(0), T, {
         let (src, o) = (k.input::<T>(0), k.output::<T>(0));

@@ -12,6 +12,7 @@ mod select;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use cpu::{affine_ints, gather_kernel};
 pub use gather::*;
 pub use indexing::Idx;
 pub(crate) use select::take_grad;

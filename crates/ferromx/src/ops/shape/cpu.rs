@@ -10,7 +10,7 @@
 //! - `transpose`, `swapaxes`: the permutation;
 //! - `concat`, `stack`: `[axis]` of the output;
 //! - `split`: `[axis]` of the input (outputs are equal parts, in order);
-//! - `slice_axis`, `slice`: `(axis, begin, end, step)` per sliced axis;
+//! - `slice_axis`: the index family's affine gather (`index::affine_ints`);
 //! - `clip`: none; `nums` is `[a_min, a_max]`.
 
 use crate::dtype::Elem;
@@ -97,16 +97,6 @@ pub(super) fn split_kernel(c: &OpCall, k: &Kernel) -> KResult {
     Ok(())
 }
 
-/// A slicing spec read back from a call's `ints`.
-pub(super) fn spec_of(ints: &[i64]) -> Vec<(usize, usize, usize, i64)> {
-    ints.chunks_exact(4).map(|s| (s[0] as usize, s[1] as usize, s[2] as usize, s[3])).collect()
-}
-
-/// A slicing spec as a call's `ints`.
-pub(super) fn spec_ints(spec: &[(usize, usize, usize, i64)]) -> Vec<i64> {
-    spec.iter().flat_map(|&(a, b, e, s)| [a as i64, b as i64, e as i64, s]).collect()
-}
-
 /// The region a slicing spec selects: its shape, the element offset of its
 /// first element, and the signed element stride of each axis.
 pub(super) fn strided_region(shape: &Shape, spec: &[(usize, usize, usize, i64)]) -> (Shape, isize, Vec<isize>) {
@@ -154,16 +144,6 @@ pub(super) fn for_each_region(dims: &[usize], base: isize, signed: &[isize], mut
             idx[d] = 0;
         }
     }
-}
-
-/// The strided region of input 0 that `ints` describe.
-pub(super) fn slice_kernel(c: &OpCall, k: &Kernel) -> KResult {
-    let (oshape, base, signed) = strided_region(k.in_shape(0), &spec_of(&c.ints));
-    with_dtype!(k.in_dtype(0), T, {
-        let (i, o) = (k.input::<T>(0), k.output::<T>(0));
-        for_each_region(oshape.dims(), base, &signed, |n, p| o[n] = i[p]);
-    });
-    Ok(())
 }
 
 /// `min(max(x, a_min), a_max)` with the bounds in the input's dtype.

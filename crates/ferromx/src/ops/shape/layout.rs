@@ -1,7 +1,7 @@
 //! The shape operators' frontends (checks, allocation, push, record): reshape
 //! codes, transpose, broadcast, concat/stack, slicing, clip. Kernels in `cpu.rs`.
 
-use super::cpu::{self, spec_ints, strided_region};
+use super::cpu::{self, strided_region};
 use super::DEFS;
 use crate::autograd::{needs_record, record};
 use crate::dtype::DType;
@@ -368,14 +368,15 @@ pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<N
 
 /// Strided slicing as a call of `def` (`slice` or `slice_axis`).
 fn slice_steps_as(def: &'static OpDef, x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<NDArray> {
-    let (oshape, base, _) = strided_region(x.shape(), spec);
+    let (oshape, base, signed) = strided_region(x.shape(), spec);
     // first-axis contiguous slice: a view
     if spec.len() == 1 && spec[0].0 == 0 && spec[0].3 == 1 && !needs_record(&[x]) {
         return Ok(x.view_as(oshape, base as usize));
     }
-    let out = NDArray::empty(oshape, x.dtype(), x.ctx())?;
+    let out = NDArray::empty(oshape.clone(), x.dtype(), x.ctx())?;
     if out.size() > 0 {
-        push_call(OpCall::new(def, &[x], &[&out]).with_ints(&spec_ints(spec)))?;
+        let ints = crate::ops::index::affine_ints(base, oshape.dims(), &signed);
+        push_call(OpCall::new(def, &[x], &[&out]).with_ints(&ints))?;
     }
     if needs_record(&[x]) {
         let (xshape, spec) = (x.shape().clone(), spec.to_vec());

@@ -366,7 +366,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "slice_axis",
-        cpu: KernelSlot::Call(cpu::slice_kernel),
+        cpu: KernelSlot::Call(crate::ops::index::gather_kernel),
         infer: Some(infer_slice_axis),
         aliases: FLUENT,
         inputs: &["data"],
