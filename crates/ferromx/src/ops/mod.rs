@@ -1,8 +1,8 @@
 //! Operators, one folder per family. Each family's `mod.rs` holds its
 //! definitions ([`crate::opdef::OpDef`], registered in the table), and its
-//! inference and gradients; kernels live beside them (`cpu.rs` where the
-//! family runs [`crate::opdef::OpCall`] kernels). Every operator pushes its
-//! kernel to the engine and returns at once.
+//! inference and gradients; its [`crate::opdef::OpCall`] kernels live in
+//! `cpu.rs` beside them. Every operator pushes its call to the engine and
+//! returns at once.
 
 pub mod binary;
 pub mod creation;
