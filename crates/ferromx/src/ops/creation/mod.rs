@@ -2,6 +2,8 @@
 //! forms. Definitions, inference and frontends here; kernels in `cpu.rs`.
 
 mod cpu;
+#[cfg(test)]
+mod tests;
 
 use cpu::{arange_kernel, eye_kernel, fill_kernel, linspace_kernel};
 

@@ -5,6 +5,8 @@
 //! kernels over [`OpCall`]s in `cpu.rs`.
 
 mod cpu;
+#[cfg(test)]
+mod tests;
 
 use cpu::{multinomial_kernel, per_element_kernel, sample_kernel, shuffle_kernel};
 
