@@ -24,7 +24,7 @@ pub(super) fn mm_kernel(c: &OpCall, kk: &Kernel) -> std::result::Result<(), OpFa
             }
             if alpha != 1.0 {
                 let a = <$t>::from_f64(alpha);
-                o.iter_mut().for_each(|v| *v = *v * a);
+                o.iter_mut().for_each(|v| *v *= a);
             }
         }};
     }

@@ -1,7 +1,7 @@
 //! `Activation` (a unary function by name) and the `LeakyReLU` family
 //! (frontends: checks, push, gradients; kernels in `cpu.rs`).
 
-use super::cpu::{Leaky, SELU_ALPHA, SELU_LAMBDA};
+use super::cpu::{LeakyAct, SELU_ALPHA, SELU_LAMBDA};
 use super::DEFS;
 use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
@@ -33,8 +33,8 @@ pub fn activation(x: &NDArray, act_type: &str) -> Result<NDArray> {
 }
 
 /// `LeakyReLU`'s variant, checked.
-pub(super) fn leaky_act(act_type: &str) -> Result<Leaky> {
-    Leaky::parse(act_type).ok_or_else(|| {
+pub(super) fn leaky_act(act_type: &str) -> Result<LeakyAct> {
+    LeakyAct::parse(act_type).ok_or_else(|| {
         Error::value("LeakyReLU", format!("unknown act_type '{act_type}' (leaky, elu, selu, gelu, prelu)"))
     })
 }
@@ -55,8 +55,8 @@ pub fn leaky_relu(x: &NDArray, act_type: &str, slope: f64, gamma: Option<&NDArra
     let x = if x.dtype().is_float() { x.clone() } else { ops::astype(x, DType::F32)? };
     let out = x.empty_like()?;
     let gb = match (act, gamma) {
-        (Leaky::Prelu, None) => return Err(Error::value("LeakyReLU", "prelu needs gamma")),
-        (Leaky::Prelu, Some(g)) => {
+        (LeakyAct::Prelu, None) => return Err(Error::value("LeakyReLU", "prelu needs gamma")),
+        (LeakyAct::Prelu, Some(g)) => {
             let gb = prelu_gamma(x.shape(), g)?;
             if Shape::broadcast("LeakyReLU", x.shape(), gb.shape())? != *x.shape() {
                 return Err(Error::shape("LeakyReLU", &[x.shape(), g.shape()], "gamma must broadcast to the data"));
@@ -84,13 +84,13 @@ pub fn leaky_relu(x: &NDArray, act_type: &str, slope: f64, gamma: Option<&NDArra
                 let pos = ops::scalar(BinOp::Gt, x, 0.0)?;
                 let neg = ops::scalar_r(BinOp::Sub, &pos, 1.0)?;
                 let d = match act {
-                    Leaky::Leaky => ops::add(&pos, &ops::scalar(BinOp::Mul, &neg, slope)?)?,
-                    Leaky::Elu => ops::add(&pos, &ops::mul(&neg, &ops::scalar(BinOp::Add, y, slope)?)?)?,
-                    Leaky::Selu => {
+                    LeakyAct::Leaky => ops::add(&pos, &ops::scalar(BinOp::Mul, &neg, slope)?)?,
+                    LeakyAct::Elu => ops::add(&pos, &ops::mul(&neg, &ops::scalar(BinOp::Add, y, slope)?)?)?,
+                    LeakyAct::Selu => {
                         let n = ops::mul(&neg, &ops::scalar(BinOp::Add, y, SELU_LAMBDA * SELU_ALPHA)?)?;
                         ops::add(&ops::scalar(BinOp::Mul, &pos, SELU_LAMBDA)?, &n)?
                     }
-                    Leaky::Gelu => {
+                    LeakyAct::Gelu => {
                         let c =
                             ops::unary(UnaryOp::Erf, &ops::scalar(BinOp::Mul, x, std::f64::consts::FRAC_1_SQRT_2)?)?;
                         let cdf = ops::scalar(BinOp::Mul, &ops::scalar(BinOp::Add, &c, 1.0)?, 0.5)?;
@@ -98,7 +98,7 @@ pub fn leaky_relu(x: &NDArray, act_type: &str, slope: f64, gamma: Option<&NDArra
                         let pdf = ops::scalar(BinOp::Mul, &ops::unary(UnaryOp::Exp, &x2)?, 0.398_942_280_401_432_7)?;
                         ops::add(&cdf, &ops::mul(x, &pdf)?)?
                     }
-                    Leaky::Prelu => {
+                    LeakyAct::Prelu => {
                         let gm = gc.as_ref().ok_or_else(|| Error::value("LeakyReLU", "prelu needs gamma"))?;
                         let dx = ops::mul(g, &ops::add(&pos, &ops::mul(&neg, gm)?)?)?;
                         let dg = ops::sum_to(&ops::mul(g, &ops::mul(x, &neg)?)?, gm.shape())?;

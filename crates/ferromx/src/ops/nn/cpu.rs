@@ -3,7 +3,7 @@
 //! Layouts in [`OpCall::ints`] / `nums`:
 //! - `FullyConnected`: ints `[rows, num_hidden, in, has_bias]`;
 //! - `Activation`: ints `[UnaryOp code]` (the unary kernel of that function);
-//! - `LeakyReLU`: ints `[act code]` ([`Leaky`]), nums `[slope]`; `prelu` reads
+//! - `LeakyReLU`: ints `[act code]` ([`LeakyAct`]), nums `[slope]`; `prelu` reads
 //!   `gamma` (input 1) broadcast to the data's shape;
 //! - `softmax`, `log_softmax`: ints `[outer, n, inner]`, nums `[temperature]`;
 //! - `softmax_ce_loss`, `softmax_cross_entropy`: none; they write a hidden
@@ -48,7 +48,7 @@ pub(super) fn fc_kernel(c: &OpCall, k: &Kernel) -> KResult {
 
 /// The `LeakyReLU` variants.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Leaky {
+pub(super) enum LeakyAct {
     Leaky,
     Elu,
     Selu,
@@ -56,19 +56,19 @@ pub(super) enum Leaky {
     Prelu,
 }
 
-impl Leaky {
-    pub(super) fn parse(s: &str) -> Option<Leaky> {
+impl LeakyAct {
+    pub(super) fn parse(s: &str) -> Option<LeakyAct> {
         Some(match s {
-            "leaky" => Leaky::Leaky,
-            "elu" => Leaky::Elu,
-            "selu" => Leaky::Selu,
-            "gelu" => Leaky::Gelu,
-            "prelu" => Leaky::Prelu,
+            "leaky" => LeakyAct::Leaky,
+            "elu" => LeakyAct::Elu,
+            "selu" => LeakyAct::Selu,
+            "gelu" => LeakyAct::Gelu,
+            "prelu" => LeakyAct::Prelu,
             _ => return None,
         })
     }
-    fn from_code(c: i64) -> Leaky {
-        [Leaky::Leaky, Leaky::Elu, Leaky::Selu, Leaky::Gelu, Leaky::Prelu][c.clamp(0, 4) as usize]
+    fn from_code(c: i64) -> LeakyAct {
+        [LeakyAct::Leaky, LeakyAct::Elu, LeakyAct::Selu, LeakyAct::Gelu, LeakyAct::Prelu][c.clamp(0, 4) as usize]
     }
 }
 
@@ -76,36 +76,36 @@ pub(super) const SELU_ALPHA: f64 = 1.673_263_242_354_377_3;
 pub(super) const SELU_LAMBDA: f64 = 1.050_700_987_355_480_5;
 
 /// `LeakyReLU` of one value (computed in f64).
-fn leaky(act: Leaky, v: f64, slope: f64) -> f64 {
+fn leaky(act: LeakyAct, v: f64, slope: f64) -> f64 {
     match act {
-        Leaky::Leaky | Leaky::Prelu => {
+        LeakyAct::Leaky | LeakyAct::Prelu => {
             if v > 0.0 {
                 v
             } else {
                 v * slope
             }
         }
-        Leaky::Elu => {
+        LeakyAct::Elu => {
             if v > 0.0 {
                 v
             } else {
                 slope * v.exp_m1()
             }
         }
-        Leaky::Selu => SELU_LAMBDA * if v > 0.0 { v } else { SELU_ALPHA * v.exp_m1() },
-        Leaky::Gelu => 0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)),
+        LeakyAct::Selu => SELU_LAMBDA * if v > 0.0 { v } else { SELU_ALPHA * v.exp_m1() },
+        LeakyAct::Gelu => 0.5 * v * (1.0 + libm::erf(v * std::f64::consts::FRAC_1_SQRT_2)),
     }
 }
 
 /// The `LeakyReLU` family, elementwise (prelu: slope from `gamma`, broadcast).
 pub(super) fn leaky_kernel(c: &OpCall, k: &Kernel) -> KResult {
-    let (act, slope) = (Leaky::from_code(c.ints[0]), c.nums[0]);
+    let (act, slope) = (LeakyAct::from_code(c.ints[0]), c.nums[0]);
     with_float_dtype!(
         k.in_dtype(0),
         T,
         {
             let (x, o) = (k.input::<T>(0), k.output::<T>(0));
-            if act == Leaky::Prelu {
+            if act == LeakyAct::Prelu {
                 let oshape = k.out_shape(0).clone();
                 let gs = k.in_shape(1).broadcast_strides(&oshape);
                 let g = k.input::<T>(1);

@@ -205,10 +205,12 @@ pub(super) fn norm_kernel(c: &OpCall, k: &Kernel) -> KResult {
     let mut acc = vec![0f64; keep.iter().product()];
     with_dtype!(k.in_dtype(0), T, {
         let x = k.input::<T>(0);
-        crate::shape::for_each_strided(&ishape, &strides, 0, x.len(), |xi, oi| {
-            let v = x[xi].to_f64();
-            acc[oi] += if ord == 1 { v.abs() } else { v * v };
-        });
+        if !x.is_empty() {
+            crate::shape::for_each_strided(&ishape, &strides, 0, x.len(), |xi, oi| {
+                let v = x[xi].to_f64();
+                acc[oi] += if ord == 1 { v.abs() } else { v * v };
+            });
+        }
         for (o, a) in k.output::<T>(0).iter_mut().zip(acc) {
             *o = T::from_f64(if ord == 1 { a } else { a.sqrt() });
         }

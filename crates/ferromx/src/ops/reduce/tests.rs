@@ -33,6 +33,8 @@ fn norm_reduces_any_axes_in_float64() {
     assert!((l2[2] - 1.4142135e30).abs() < 1e24, "{l2:?}");
     let l1 = norm(&x, 1, None, true).unwrap();
     assert_eq!(l1.dims(), [1, 1]);
+    let empty = NDArray::from_vec(Vec::<f32>::new(), [0, 3], Context::default()).unwrap();
+    assert_eq!(norm(&empty, 2, None, false).unwrap().to_vec::<f32>().unwrap(), [0.0]);
     let xi = NDArray::from_vec(vec![3i32, -4], [2], Context::default()).unwrap();
     let n = norm(&xi, 2, None, false).unwrap();
     assert_eq!((n.dtype(), n.to_vec::<f32>().unwrap()), (DType::F32, vec![5.0]));
