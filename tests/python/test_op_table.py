@@ -13,6 +13,10 @@ from ferromx.ndarray import _op as generated
 
 TABLE = _op_gen.TABLE
 
+# Operators allowed to lack an OpCall kernel or inference, with the reason
+# (only data-dependent output shapes qualify; see crates/ferromx/tests/op_table.rs).
+EXEMPT: dict[str, str] = {}
+
 
 def test_table_is_rich():
     assert len(TABLE) > 150
@@ -23,7 +27,9 @@ def test_table_is_rich():
 @pytest.mark.parametrize("d", TABLE, ids=lambda d: d["name"])
 def test_every_operator_is_bound_documented_and_marked(d):
     assert d["doc"], d["name"]
-    assert d["cpu"] in ("call", "inline")
+    if d["name"] not in EXEMPT:
+        assert d["cpu"] == "call", f"{d['name']} is not an OpCall kernel"
+        assert d["infer"], f"{d['name']} has no shape/dtype inference"
     assert d["gpu"] == "empty"
     assert d["grad"] in ("function", "recorded") or d["grad"].startswith("none: ")
     for name in _op_gen.nd_names(d):

@@ -14,6 +14,21 @@ fn names_are_unique_and_found() {
     assert!(opdef::table().len() > 150, "{} operators", opdef::table().len());
 }
 
+/// Operators allowed to be without an OpCall kernel or inference, each with
+/// the reason: only an operator whose output *shape* depends on input values
+/// (boolean-mask selection, `unique`, ...) may lack inference, and then must
+/// say so here. Empty: every operator in the table has both.
+const EXEMPT: &[(&str, &str)] = &[];
+
+#[test]
+fn exemptions_are_real_and_explained() {
+    for (name, why) in EXEMPT {
+        let d = opdef::find(name).unwrap_or_else(|| panic!("exempt {name} is not in the table"));
+        assert!(!why.is_empty(), "{name}: exemption without a reason");
+        assert!(d.infer.is_none() || !matches!(d.cpu, KernelSlot::Call(_)), "{name} needs no exemption");
+    }
+}
+
 #[test]
 fn every_definition_is_complete() {
     for d in opdef::table() {
@@ -30,9 +45,11 @@ fn every_definition_is_complete() {
         for &m in d.mutates {
             assert!(m < d.inputs.len(), "{} mutates input {m} it does not have", d.name);
         }
-        // OpCall kernels come with inference and a scalar form where elementwise.
-        if let KernelSlot::Call(_) = d.cpu {
-            assert!(d.infer.is_some(), "{} has a kernel but no inference", d.name);
+        // Every operator runs an OpCall kernel and infers shapes and dtypes
+        // from metadata, unless it is on the documented exemption list.
+        if !EXEMPT.iter().any(|(n, _)| *n == d.name) {
+            assert!(matches!(d.cpu, KernelSlot::Call(_)), "{} is not an OpCall kernel (KernelSlot::Call)", d.name);
+            assert!(d.infer.is_some(), "{} has no shape/dtype inference", d.name);
         }
         if let Some(ScalarForm::Unary(_, None)) = d.scalar {
             assert!(matches!(d.grad, Grad::None(_)), "{}: no derivative but differentiable", d.name);

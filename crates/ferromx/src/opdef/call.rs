@@ -22,6 +22,12 @@ pub struct OpCall {
     /// Numeric parameters the kernel reads, in the definition's parameter order
     /// (a scalar operator's `scalar`).
     pub nums: SmallVec<[f64; 4]>,
+    /// Integer parameters the kernel reads: axis lists, shapes, modes, or the
+    /// layout the frontend resolved from them (`(outer, n, inner)` extents,
+    /// strides). A definition whose kernel reads `ints` documents their order
+    /// at its kernel; what is here is everything a kernel needs besides the
+    /// views, so a call stays plain, inspectable data.
+    pub ints: SmallVec<[i64; 8]>,
     pub(crate) inputs: Vec<View>,
     pub(crate) outputs: Vec<View>,
 }
@@ -32,6 +38,7 @@ impl OpCall {
         OpCall {
             def,
             nums: SmallVec::new(),
+            ints: SmallVec::new(),
             inputs: ins.iter().map(|x| x.view()).collect(),
             outputs: outs.iter().map(|x| x.view()).collect(),
         }
@@ -41,6 +48,19 @@ impl OpCall {
     pub fn with_nums(mut self, nums: &[f64]) -> OpCall {
         self.nums = SmallVec::from_slice(nums);
         self
+    }
+}
+
+impl OpCall {
+    /// The same call with integer parameters.
+    pub fn with_ints(mut self, ints: &[i64]) -> OpCall {
+        self.ints = SmallVec::from_slice(ints);
+        self
+    }
+
+    /// Integer parameter `i` as a `usize` (layouts and extents; negative values read as 0).
+    pub fn us(&self, i: usize) -> usize {
+        self.ints.get(i).copied().unwrap_or(0).max(0) as usize
     }
 }
 

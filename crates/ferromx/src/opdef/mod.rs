@@ -129,8 +129,9 @@ pub enum KernelSlot {
     Empty,
     /// A kernel over an [`OpCall`]: what the engine runs, and what fusion rewrites.
     Call(KernelFn),
-    /// The forward builds its engine closures itself (families not yet moved
-    /// to [`OpCall`] kernels); it runs on host memory only.
+    /// The forward builds its engine closures itself; it runs on host memory
+    /// only. Transitional (the default of `OpDef::BASE`): no table operator is
+    /// `Inline`, and the walking test (`tests/op_table.rs`) rejects one.
     Inline,
 }
 

@@ -1,8 +1,8 @@
 //! Operators, one folder per family. Each family's `mod.rs` holds its
 //! definitions ([`crate::opdef::OpDef`], registered in the table), and its
-//! inference and gradients; kernels live beside them (`cpu.rs` where the
-//! family runs [`crate::opdef::OpCall`] kernels). Every operator pushes its
-//! kernel to the engine and returns at once.
+//! inference and gradients; its [`crate::opdef::OpCall`] kernels live in
+//! `cpu.rs` beside them. Every operator pushes its call to the engine and
+//! returns at once.
 
 pub mod binary;
 pub mod creation;
@@ -114,7 +114,10 @@ pub fn copy(x: &NDArray) -> Result<NDArray> {
 }
 
 /// The kernel of `_copy`.
-fn copy_kernel(_c: &OpCall, k: &crate::storage::Kernel) -> std::result::Result<(), ferromx_engine::OpFailure> {
+pub(crate) fn copy_kernel(
+    _c: &OpCall,
+    k: &crate::storage::Kernel,
+) -> std::result::Result<(), ferromx_engine::OpFailure> {
     with_dtype!(k.in_dtype(0), T, k.output::<T>(0).copy_from_slice(k.input::<T>(0)));
     Ok(())
 }

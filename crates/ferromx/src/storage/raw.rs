@@ -199,6 +199,26 @@ impl<'a> Kernel<'a> {
         self.outs[i].dtype
     }
 
+    /// Shape of input `i`.
+    pub fn in_shape(&self, i: usize) -> &crate::Shape {
+        &self.ins[i].shape
+    }
+
+    /// Shape of output `i`.
+    pub fn out_shape(&self, i: usize) -> &crate::Shape {
+        &self.outs[i].shape
+    }
+
+    /// Number of inputs.
+    pub fn n_inputs(&self) -> usize {
+        self.ins.len()
+    }
+
+    /// Number of outputs.
+    pub fn n_outputs(&self) -> usize {
+        self.outs.len()
+    }
+
     /// Copies input `i`'s bytes to `dst`.
     ///
     /// # Safety

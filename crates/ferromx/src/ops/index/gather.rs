@@ -1,21 +1,22 @@
 //! Index and layout operators: `tile`, `repeat`, `flip`/`reverse`, `moveaxis`,
 //! `gather_nd`, `scatter_nd`, MXNet `slice` (with steps and `None` entries),
-//! `slice_like`, `broadcast_axis` and `diag`.
+//! `slice_like` and `diag` (frontends: checks, push, gradients).
 //!
 //! Most of them are "affine gathers": every output element reads the input at
 //! `base + Σ idx[d] · stride[d]` for some (possibly negative or zero) strides
-//! over an iteration shape. One kernel ([`gather_affine`]) and its adjoint
-//! ([`scatter_affine`]) serve them all.
+//! over an iteration shape. One kernel (`cpu::gather_kernel`) and its adjoint
+//! (`cpu::scatter_run`) serve them all.
 
+use super::cpu::{self, affine_ints};
+use super::DEFS;
 use crate::autograd::{needs_record, record};
-use crate::dtype::{DType, Elem};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::ops::{self, check_ctx, par, ReduceOp};
+use crate::opdef::{push_call, OpCall, OpDef};
+use crate::ops::{self, check_ctx, ReduceOp};
 use crate::shape::{norm_axis, Shape};
-use crate::storage::{push_kernel, Kernel};
-use crate::with_dtype;
-use ferromx_engine::{ErrorKind, OpFailure};
+use crate::storage::push_kernel;
 
 /// Marks a `None` entry in the `begin`/`end`/`step` tuples of [`slice()`].
 ///
@@ -23,61 +24,13 @@ use ferromx_engine::{ErrorKind, OpFailure};
 /// of those tuples as `i64::MIN`.
 pub const NONE_INDEX: i64 = i64::MIN;
 
-/// Calls `f(i, base + Σ idx[d]·strides[d])` for the output positions
-/// `start..start+len` (row-major over `dims`), `i` counting from 0.
-fn walk_affine(
-    dims: &[usize],
-    strides: &[isize],
-    base: isize,
-    start: usize,
-    len: usize,
-    mut f: impl FnMut(usize, usize),
-) {
-    let n = dims.len();
-    if len == 0 {
-        return;
-    }
-    if n == 0 {
-        f(0, base as usize);
-        return;
-    }
-    let mut idx = vec![0usize; n];
-    let mut rem = start;
-    for d in (0..n).rev() {
-        idx[d] = rem % dims[d];
-        rem /= dims[d];
-    }
-    let mut pos: isize = base + idx.iter().zip(strides).map(|(&i, &s)| i as isize * s).sum::<isize>();
-    let (inner, is) = (dims[n - 1], strides[n - 1]);
-    let mut o = 0;
-    while o < len {
-        let run = (inner - idx[n - 1]).min(len - o);
-        let mut p = pos;
-        for k in 0..run {
-            f(o + k, p as usize);
-            p += is;
-        }
-        o += run;
-        pos += run as isize * is;
-        idx[n - 1] += run;
-        let mut d = n - 1;
-        while d > 0 && idx[d] == dims[d] {
-            pos -= dims[d] as isize * strides[d];
-            idx[d] = 0;
-            d -= 1;
-            idx[d] += 1;
-            pos += strides[d];
-        }
-    }
-}
-
 /// A new array of `oshape` whose elements, in row-major order over `iter_dims`
 /// (same element count), are `x[base + Σ idx[d]·strides[d]]`.
 ///
 /// The caller guarantees every address is in bounds (checked at the call by
 /// each operator's shape inference); not recorded for autograd.
 pub(crate) fn gather_affine(
-    name: &'static str,
+    def: &'static OpDef,
     x: &NDArray,
     oshape: Shape,
     iter_dims: Vec<usize>,
@@ -86,24 +39,16 @@ pub(crate) fn gather_affine(
 ) -> Result<NDArray> {
     debug_assert_eq!(iter_dims.iter().product::<usize>(), oshape.size());
     let out = NDArray::empty(oshape, x.dtype(), x.ctx())?;
-    let dt = x.dtype();
     if out.size() > 0 {
-        push_kernel(name, vec![x.view()], vec![out.view()], move |k| {
-            with_dtype!(dt, T, {
-                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                par::chunked(o, 1 << 15, |start, c| {
-                    walk_affine(&iter_dims, &strides, base, start, c.len(), |i, p| c[i] = src[p]);
-                });
-            });
-            Ok(())
-        });
+        push_call(OpCall::new(def, &[x], &[&out]).with_ints(&affine_ints(base, &iter_dims, &strides)))?;
     }
     Ok(out)
 }
 
 /// The adjoint of [`gather_affine`]: zeros of `shape` with `g`'s elements (in
 /// row-major order over `iter_dims`) written at `base + Σ idx[d]·strides[d]`.
-/// Addresses must be distinct (true for slices, flips and diagonals).
+/// Addresses must be distinct (true for slices, flips and diagonals). A
+/// gradient kernel (not a table operator): an engine closure named `name`.
 pub(crate) fn scatter_affine(
     name: &'static str,
     g: &NDArray,
@@ -114,17 +59,9 @@ pub(crate) fn scatter_affine(
 ) -> Result<NDArray> {
     debug_assert_eq!(iter_dims.iter().product::<usize>(), g.size());
     let out = NDArray::empty(shape, g.dtype(), g.ctx())?;
-    let dt = g.dtype();
     if out.size() > 0 {
-        let n = g.size();
-        push_kernel(name, vec![g.view()], vec![out.view()], move |k| {
-            with_dtype!(dt, T, {
-                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                o.fill(T::default());
-                walk_affine(&iter_dims, &strides, base, 0, n, |i, p| o[p] = src[i]);
-            });
-            Ok(())
-        });
+        let ints = affine_ints(base, &iter_dims, &strides);
+        push_kernel(name, vec![g.view()], vec![out.view()], move |k| cpu::scatter_run(&ints, k));
     }
     Ok(out)
 }
@@ -137,24 +74,9 @@ fn signed_strides(s: &Shape) -> Vec<isize> {
 /// with leading ones, a shorter shape with leading size-1 axes).
 pub fn tile(x: &NDArray, reps: &[i64]) -> Result<NDArray> {
     let name = "tile";
-    if let Some(r) = reps.iter().find(|&&r| r < 0) {
-        return Err(Error::value(name, format!("reps must be non-negative, got {r} in {reps:?}")));
-    }
-    let nd = x.ndim().max(reps.len());
-    let mut xd = vec![1usize; nd - x.ndim()];
-    xd.extend_from_slice(x.dims());
-    let mut r = vec![1usize; nd - reps.len()];
-    r.extend(reps.iter().map(|&v| v as usize));
-    let xst = Shape::new(&xd).strides();
-    let mut iter = Vec::with_capacity(2 * nd);
-    let mut strides = Vec::with_capacity(2 * nd);
-    let mut od = Vec::with_capacity(nd);
-    for d in 0..nd {
-        iter.extend([r[d], xd[d]]);
-        strides.extend([0, xst[d] as isize]);
-        od.push(r[d] * xd[d]);
-    }
-    let out = gather_affine(name, x, Shape::new(&od), iter.clone(), 0, strides)?;
+    let (od, iter, strides) = tile_plan(x.dims(), reps)?;
+    let nd = od.len();
+    let out = gather_affine(&DEFS[4], x, Shape::new(&od), iter.clone(), 0, strides)?;
     if needs_record(&[x]) {
         let xs = x.shape().clone();
         record(
@@ -172,25 +94,36 @@ pub fn tile(x: &NDArray, reps: &[i64]) -> Result<NDArray> {
     Ok(out)
 }
 
+/// An affine walk: output dims, iteration dims, strides.
+type Plan = (Vec<usize>, Vec<usize>, Vec<isize>);
+
+/// `tile`'s output dims and walk over an input of dims `x`.
+pub(super) fn tile_plan(x: &[usize], reps: &[i64]) -> Result<Plan> {
+    if let Some(r) = reps.iter().find(|&&r| r < 0) {
+        return Err(Error::value("tile", format!("reps must be non-negative, got {r} in {reps:?}")));
+    }
+    let nd = x.len().max(reps.len());
+    let mut xd = vec![1usize; nd - x.len()];
+    xd.extend_from_slice(x);
+    let mut r = vec![1usize; nd - reps.len()];
+    r.extend(reps.iter().map(|&v| v as usize));
+    let xst = Shape::new(&xd).strides();
+    let mut iter = Vec::with_capacity(2 * nd);
+    let mut strides = Vec::with_capacity(2 * nd);
+    let mut od = Vec::with_capacity(nd);
+    for d in 0..nd {
+        iter.extend([r[d], xd[d]]);
+        strides.extend([0, xst[d] as isize]);
+        od.push(r[d] * xd[d]);
+    }
+    Ok((od, iter, strides))
+}
+
 /// Repeats each element `repeats` times along `axis` (`None`: of the flattened array).
 pub fn repeat(x: &NDArray, repeats: i64, axis: Option<i64>) -> Result<NDArray> {
     let name = "repeat";
-    if repeats < 0 {
-        return Err(Error::value(name, format!("repeats must be non-negative, got {repeats}")));
-    }
-    let rep = repeats as usize;
-    let (sd, ax): (Vec<usize>, usize) = match axis {
-        None => (vec![x.size()], 0),
-        Some(a) => (x.dims().to_vec(), norm_axis(name, a, x.ndim())?),
-    };
-    let outer: usize = sd[..ax].iter().product();
-    let n = sd[ax];
-    let inner: usize = sd[ax + 1..].iter().product();
-    let mut od = sd.clone();
-    od[ax] = n * rep;
-    let iter = vec![outer, n, rep, inner];
-    let strides = vec![(n * inner) as isize, inner as isize, 0, 1];
-    let out = gather_affine(name, x, Shape::new(&od), iter.clone(), 0, strides)?;
+    let (od, iter, strides) = repeat_plan(x.dims(), repeats, axis)?;
+    let out = gather_affine(&DEFS[5], x, Shape::new(&od), iter.clone(), 0, strides)?;
     if needs_record(&[x]) {
         let xs = x.shape().clone();
         record(
@@ -207,9 +140,35 @@ pub fn repeat(x: &NDArray, repeats: i64, axis: Option<i64>) -> Result<NDArray> {
     Ok(out)
 }
 
+/// `repeat`'s output dims and walk over an input of dims `x`.
+pub(super) fn repeat_plan(x: &[usize], repeats: i64, axis: Option<i64>) -> Result<Plan> {
+    let name = "repeat";
+    if repeats < 0 {
+        return Err(Error::value(name, format!("repeats must be non-negative, got {repeats}")));
+    }
+    let rep = repeats as usize;
+    let (sd, ax): (Vec<usize>, usize) = match axis {
+        None => (vec![x.iter().product()], 0),
+        Some(a) => (x.to_vec(), norm_axis(name, a, x.len())?),
+    };
+    let outer: usize = sd[..ax].iter().product();
+    let n = sd[ax];
+    let inner: usize = sd[ax + 1..].iter().product();
+    let mut od = sd.clone();
+    od[ax] = n * rep;
+    let iter = vec![outer, n, rep, inner];
+    let strides = vec![(n * inner) as isize, inner as isize, 0, 1];
+    Ok((od, iter, strides))
+}
+
 /// Reverses the order of elements along `axes` (MXNet `flip` / `reverse`).
 pub fn flip(x: &NDArray, axes: &[i64]) -> Result<NDArray> {
-    let name = "flip";
+    flip_as(&DEFS[6], x, axes)
+}
+
+/// [`flip`] as a call of `def` (`flip` or `reverse`).
+fn flip_as(def: &'static OpDef, x: &NDArray, axes: &[i64]) -> Result<NDArray> {
+    let name = def.name;
     let ax = ops::resolve_axes(name, x.ndim(), Some(axes), false)?;
     let mut strides = signed_strides(x.shape());
     let mut base = 0isize;
@@ -220,21 +179,26 @@ pub fn flip(x: &NDArray, axes: &[i64]) -> Result<NDArray> {
         }
         strides[a] = -strides[a];
     }
-    let out = gather_affine(name, x, x.shape().clone(), x.dims().to_vec(), base, strides)?;
+    let out = gather_affine(def, x, x.shape().clone(), x.dims().to_vec(), base, strides)?;
     if needs_record(&[x]) {
         let axes = axes.to_vec();
-        record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(flip(&g[0], &axes)?)])));
+        record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(flip_as(def, &g[0], &axes)?)])));
     }
     Ok(out)
 }
 
 /// MXNet's name for [`flip`].
 pub fn reverse(x: &NDArray, axes: &[i64]) -> Result<NDArray> {
-    flip(x, axes)
+    flip_as(&DEFS[7], x, axes)
 }
 
 /// Moves axes `source` to positions `destination`, keeping the other axes in order (NumPy `moveaxis`).
 pub fn moveaxis(x: &NDArray, source: &[i64], destination: &[i64]) -> Result<NDArray> {
+    ops::shape::transpose_as(&DEFS[8], x, moveaxis_perm(x.ndim(), source, destination)?)
+}
+
+/// The permutation `moveaxis` applies to an array of rank `nd`.
+pub(super) fn moveaxis_perm(nd: usize, source: &[i64], destination: &[i64]) -> Result<Vec<usize>> {
     let name = "moveaxis";
     if source.len() != destination.len() {
         return Err(Error::value(
@@ -242,7 +206,6 @@ pub fn moveaxis(x: &NDArray, source: &[i64], destination: &[i64]) -> Result<NDAr
             format!("source {source:?} and destination {destination:?} must have the same number of elements"),
         ));
     }
-    let nd = x.ndim();
     let norm = |v: &[i64]| -> Result<Vec<usize>> {
         let r: Vec<usize> = v.iter().map(|&a| norm_axis(name, a, nd)).collect::<Result<_>>()?;
         for (i, a) in r.iter().enumerate() {
@@ -259,35 +222,7 @@ pub fn moveaxis(x: &NDArray, source: &[i64], destination: &[i64]) -> Result<NDAr
     for (d, s) in pairs {
         order.insert(d, s);
     }
-    let perm: Vec<i64> = order.into_iter().map(|v| v as i64).collect();
-    ops::transpose(x, Some(&perm))
-}
-
-/// Reads index input `i` as i64 (floats truncated toward zero, like MXNet's cast).
-fn read_index_input(k: &Kernel, i: usize) -> Vec<i64> {
-    let dt = k.in_dtype(i);
-    with_dtype!(dt, T, k.input::<T>(i).iter().map(|v| v.to_i64()).collect())
-}
-
-/// Element offsets (in units of the trailing block) selected by each column of
-/// an (M, Y) index matrix into the leading M dims `dims` (row-major strides `st`).
-fn nd_offsets(ids: &[i64], dims: &[usize], st: &[usize], y: usize) -> std::result::Result<Vec<usize>, OpFailure> {
-    let mut offs = vec![0usize; y];
-    for (j, (&n, &s)) in dims.iter().zip(st).enumerate() {
-        let n = n as i64;
-        for (c, off) in offs.iter_mut().enumerate() {
-            let i = ids[j * y + c];
-            if i < -n || i >= n {
-                return Err(OpFailure::new(
-                    ErrorKind::Index,
-                    format!("index {i} is out of bounds for axis {j} with size {n}"),
-                ));
-            }
-            let i = if i < 0 { i + n } else { i };
-            *off += i as usize * s;
-        }
-    }
-    Ok(offs)
+    Ok(order)
 }
 
 fn check_indices(op: &str, indices: &NDArray) -> Result<usize> {
@@ -316,25 +251,11 @@ pub fn gather_nd(data: &NDArray, indices: &NDArray) -> Result<NDArray> {
             format!("indices.shape[0] = {m} exceeds the data's rank"),
         ));
     }
-    let y: usize = indices.dims()[1..].iter().product();
-    let inner: usize = data.dims()[m..].iter().product();
     let mut od = indices.dims()[1..].to_vec();
     od.extend_from_slice(&data.dims()[m..]);
     let out = NDArray::empty(Shape::new(&od), data.dtype(), data.ctx())?;
-    let dt = data.dtype();
     if out.size() > 0 {
-        let lead = data.dims()[..m].to_vec();
-        let st: Vec<usize> = data.shape().strides()[..m].to_vec();
-        push_kernel(name, vec![data.view(), indices.view()], vec![out.view()], move |k| {
-            let offs = nd_offsets(&read_index_input(k, 1), &lead, &st, y)?;
-            with_dtype!(dt, T, {
-                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                for (c, &off) in offs.iter().enumerate() {
-                    o[c * inner..(c + 1) * inner].copy_from_slice(&src[off..off + inner]);
-                }
-            });
-            Ok(())
-        });
+        push_call(OpCall::new(&DEFS[9], &[data, indices], &[&out]).with_ints(&[m as i64]))?;
     }
     if needs_record(&[data]) {
         let (ic, ds) = (indices.clone(), data.shape().clone());
@@ -375,31 +296,17 @@ fn scatter_nd_impl(
             format!("data must have shape indices.shape[1:] + shape[{m}:] = {}", Shape::new(&want)),
         ));
     }
-    let y: usize = indices.dims()[1..].iter().product();
-    let inner: usize = shape.dims()[m..].iter().product();
-    let lead = shape.dims()[..m].to_vec();
-    let st: Vec<usize> = shape.strides()[..m].to_vec();
     let out = NDArray::empty(shape, data.dtype(), data.ctx())?;
-    let dt = data.dtype();
     if out.size() > 0 {
-        push_kernel(name, vec![data.view(), indices.view()], vec![out.view()], move |k| {
-            let offs = if y > 0 { nd_offsets(&read_index_input(k, 1), &lead, &st, y)? } else { vec![] };
-            with_dtype!(dt, T, {
-                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                o.fill(T::default());
-                for (c, &off) in offs.iter().enumerate() {
-                    let (dst, s) = (&mut o[off..off + inner], &src[c * inner..(c + 1) * inner]);
-                    if accumulate {
-                        for (d, v) in dst.iter_mut().zip(s) {
-                            *d = T::from_f64(d.to_f64() + v.to_f64());
-                        }
-                    } else {
-                        dst.copy_from_slice(s);
-                    }
-                }
+        let ints = [m as i64, accumulate as i64];
+        if !accumulate {
+            push_call(OpCall::new(&DEFS[10], &[data, indices], &[&out]).with_ints(&ints))?;
+        } else {
+            // The adjoint of gather_nd: a gradient kernel, not a table operator.
+            push_kernel(name, vec![data.view(), indices.view()], vec![out.view()], move |k| {
+                cpu::scatter_nd_run(&ints, k)
             });
-            Ok(())
-        });
+        }
     }
     Ok(out)
 }
@@ -424,9 +331,9 @@ pub fn scatter_nd(data: &NDArray, indices: &NDArray, shape: Shape) -> Result<NDA
 
 /// Resolved slicing of one axis: first index, output length, step.
 #[derive(Clone, Copy, Debug)]
-struct AxisSlice {
+pub(super) struct AxisSlice {
     begin: usize,
-    len: usize,
+    pub(super) len: usize,
     step: i64,
 }
 
@@ -473,7 +380,8 @@ fn slice_axis_range(len: usize, begin: Option<i64>, end: Option<i64>, step: i64)
 }
 
 /// Gathers a resolved per-axis slice (shared by `slice` and `slice_like`).
-fn slice_resolved(name: &'static str, x: &NDArray, spec: &[AxisSlice]) -> Result<NDArray> {
+fn slice_resolved(def: &'static OpDef, x: &NDArray, spec: &[AxisSlice]) -> Result<NDArray> {
+    let name = def.name;
     let st = signed_strides(x.shape());
     let od: Vec<usize> = spec.iter().map(|s| s.len).collect();
     let mut base = 0isize;
@@ -484,7 +392,7 @@ fn slice_resolved(name: &'static str, x: &NDArray, spec: &[AxisSlice]) -> Result
         }
         strides.push(st[d] * s.step as isize);
     }
-    let out = gather_affine(name, x, Shape::new(&od), od.clone(), base, strides.clone())?;
+    let out = gather_affine(def, x, Shape::new(&od), od.clone(), base, strides.clone())?;
     if needs_record(&[x]) {
         let xs = x.shape().clone();
         record(
@@ -506,9 +414,15 @@ fn slice_resolved(name: &'static str, x: &NDArray, spec: &[AxisSlice]) -> Result
 /// Negative begin/end count from the end; out-of-range values are clipped
 /// as in MXNet, so an empty range gives a zero-size axis. Always a copy.
 pub fn slice(x: &NDArray, begin: &[i64], end: &[i64], step: &[i64]) -> Result<NDArray> {
+    let spec = slice_spec(x.shape(), begin, end, step)?;
+    slice_resolved(&DEFS[11], x, &spec)
+}
+
+/// `slice`'s per-axis ranges on an array of shape `x`.
+pub(super) fn slice_spec(x: &Shape, begin: &[i64], end: &[i64], step: &[i64]) -> Result<Vec<AxisSlice>> {
     let name = "slice";
     if x.ndim() == 0 {
-        return Err(Error::shape(name, &[x.shape()], "cannot slice a 0-d array"));
+        return Err(Error::shape(name, &[x], "cannot slice a 0-d array"));
     }
     if begin.len() != end.len() {
         return Err(Error::value(
@@ -517,10 +431,7 @@ pub fn slice(x: &NDArray, begin: &[i64], end: &[i64], step: &[i64]) -> Result<ND
         ));
     }
     if begin.len() > x.ndim() {
-        return Err(Error::value(
-            name,
-            format!("slicing {} axes exceeds the data's rank (shape {})", begin.len(), x.shape()),
-        ));
+        return Err(Error::value(name, format!("slicing {} axes exceeds the data's rank (shape {x})", begin.len())));
     }
     if !step.is_empty() && step.len() != begin.len() {
         return Err(Error::value(
@@ -541,7 +452,7 @@ pub fn slice(x: &NDArray, begin: &[i64], end: &[i64], step: &[i64]) -> Result<ND
             spec.push(AxisSlice { begin: 0, len, step: 1 });
         }
     }
-    slice_resolved(name, x, &spec)
+    Ok(spec)
 }
 
 fn fmt_idx(v: &[i64]) -> String {
@@ -553,15 +464,17 @@ fn fmt_idx(v: &[i64]) -> String {
 /// empty, which then requires equal ranks), starting at 0. No gradient flows
 /// to `like`.
 pub fn slice_like(x: &NDArray, like: &NDArray, axes: &[i64]) -> Result<NDArray> {
+    let spec = slice_like_spec(x.shape(), like.shape(), axes)?;
+    slice_resolved(&DEFS[12], x, &spec)
+}
+
+/// `slice_like`'s per-axis ranges.
+pub(super) fn slice_like_spec(x: &Shape, like: &Shape, axes: &[i64]) -> Result<Vec<AxisSlice>> {
     let name = "slice_like";
     let nd = x.ndim();
     let ax: Vec<usize> = if axes.is_empty() {
         if like.ndim() != nd {
-            return Err(Error::shape(
-                name,
-                &[x.shape(), like.shape()],
-                "slicing on all axes (axes=()) needs inputs of the same rank",
-            ));
+            return Err(Error::shape(name, &[x, like], "slicing on all axes (axes=()) needs inputs of the same rank"));
         }
         (0..nd).collect()
     } else {
@@ -570,50 +483,18 @@ pub fn slice_like(x: &NDArray, like: &NDArray, axes: &[i64]) -> Result<NDArray> 
     let mut spec: Vec<AxisSlice> = x.dims().iter().map(|&len| AxisSlice { begin: 0, len, step: 1 }).collect();
     for a in ax {
         if a >= like.ndim() {
-            return Err(Error::shape(
-                name,
-                &[x.shape(), like.shape()],
-                format!("axis {a} is out of range for shape_like"),
-            ));
+            return Err(Error::shape(name, &[x, like], format!("axis {a} is out of range for shape_like")));
         }
         if like.dims()[a] > x.dims()[a] {
             return Err(Error::shape(
                 name,
-                &[x.shape(), like.shape()],
+                &[x, like],
                 format!("axis {a}: size {} of shape_like exceeds the data's size {}", like.dims()[a], x.dims()[a]),
             ));
         }
         spec[a].len = like.dims()[a];
     }
-    slice_resolved(name, x, &spec)
-}
-
-/// MXNet `broadcast_axis`: broadcasts the size-1 `axes` of `x` to `sizes`.
-pub fn broadcast_axis(x: &NDArray, axes: &[i64], sizes: &[i64]) -> Result<NDArray> {
-    let name = "broadcast_axis";
-    if axes.len() != sizes.len() {
-        return Err(Error::value(name, format!("axis {axes:?} and size {sizes:?} must have the same length")));
-    }
-    let mut od = x.dims().to_vec();
-    for (&a, &s) in axes.iter().zip(sizes) {
-        let ax = norm_axis(name, a, x.ndim())?;
-        if x.dims()[ax] != 1 {
-            return Err(Error::shape(
-                name,
-                &[x.shape()],
-                format!("broadcasting axis {ax} must have size 1, got {}", x.dims()[ax]),
-            ));
-        }
-        if s < 0 {
-            return Err(Error::value(name, format!("size must be non-negative, got {s}")));
-        }
-        od[ax] = s as usize;
-    }
-    if od.contains(&0) {
-        // broadcast_to reads 0 as "keep"; an empty result needs no kernel.
-        return NDArray::empty(Shape::new(&od), x.dtype(), x.ctx());
-    }
-    ops::broadcast_to(x, Shape::new(&od))
+    Ok(spec)
 }
 
 /// MXNet `diag`: of a 1-d array, the square matrix with it on diagonal `k`;
@@ -627,7 +508,11 @@ pub fn diag(x: &NDArray, k: i64, axis1: i64, axis2: i64) -> Result<NDArray> {
             let n = x.size();
             let m = n + k.unsigned_abs() as usize;
             let base = if k >= 0 { k as isize } else { -k as isize * m as isize };
-            let out = scatter_affine(name, x, Shape::new(&[m, m]), vec![n], base, vec![m as isize + 1])?;
+            let out = NDArray::empty(Shape::new(&[m, m]), x.dtype(), x.ctx())?;
+            if out.size() > 0 {
+                let ints = affine_ints(base, &[n], &[m as isize + 1]);
+                push_call(OpCall::new(&DEFS[13], &[x], &[&out]).with_ints(&ints))?;
+            }
             if needs_record(&[x]) {
                 record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(diag(&g[0], k, 0, 1)?)])));
             }
@@ -656,7 +541,7 @@ pub fn diag(x: &NDArray, k: i64, axis1: i64, axis2: i64) -> Result<NDArray> {
             }
             iter.push(len);
             strides.push(st[a1] + st[a2]);
-            let out = gather_affine(name, x, Shape::new(&iter), iter.clone(), base, strides.clone())?;
+            let out = gather_affine(&DEFS[13], x, Shape::new(&iter), iter.clone(), base, strides.clone())?;
             if needs_record(&[x]) {
                 let xs = x.shape().clone();
                 record(

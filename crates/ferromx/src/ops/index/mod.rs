@@ -1,21 +1,152 @@
 //! Selection and rearrangement operators: take, pick, one_hot, where,
 //! gather_nd/scatter_nd, slice, slice_like, tile, repeat, flip, moveaxis,
 //! diag; and NumPy-style indexing (`x[key]`, `x[key] = v`) in `indexing.rs`.
-//! Definitions here; the operators' functions in `select.rs` and `gather.rs`
-//! (still [`KernelSlot::Inline`] definitions).
-//!
-//! [`KernelSlot::Inline`]: crate::opdef::KernelSlot::Inline
+//! Definitions and inference here; the frontends (checks, push, gradients)
+//! in `select.rs` and `gather.rs`; kernels over [`crate::opdef::OpCall`] in
+//! `cpu.rs`. `indexing.rs` builds `x[key]` from these operators.
 
+mod cpu;
 mod gather;
 pub mod indexing;
 mod select;
+#[cfg(test)]
+mod tests;
 
+pub(crate) use cpu::{affine_ints, gather_kernel};
 pub use gather::*;
 pub use indexing::Idx;
+pub(crate) use select::take_grad;
 pub use select::*;
 
-use crate::opdef::{one, param, Aliases, Example, Grad, OpDef, ParamKind as K};
+use crate::error::{Error, Result};
+use crate::opdef::{one, param, Aliases, Attrs, Example, Grad, Invocation, KernelSlot, Meta, OpDef, ParamKind as K};
 use crate::ops;
+use crate::shape::{norm_axis, Shape};
+use crate::DType;
+
+/// The definition of `slice` (what [`ops::slice_steps`] pushes).
+pub fn slice_def() -> &'static OpDef {
+    &DEFS[11]
+}
+
+fn meta(x: &Meta, dims: Vec<usize>) -> Vec<Meta> {
+    vec![Meta { shape: Shape::new(&dims), dtype: x.dtype, ctx: x.ctx }]
+}
+
+fn infer_take(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (x, idx) = (&ins[0].shape, &ins[1].shape);
+    let ax = norm_axis(def.name, Invocation::params(def, a).i64("axis")?, x.ndim())?;
+    let mut d = x.dims()[..ax].to_vec();
+    d.extend_from_slice(idx.dims());
+    d.extend_from_slice(&x.dims()[ax + 1..]);
+    Ok(meta(&ins[0], d))
+}
+
+fn infer_pick(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let ax = norm_axis(def.name, i.i64("axis")?, ins[0].shape.ndim())?;
+    let mut d = ins[0].shape.dims().to_vec();
+    if i.bool("keepdims")? {
+        d[ax] = 1;
+    } else {
+        d.remove(ax);
+    }
+    if ins[1].shape.size() != d.iter().product::<usize>() {
+        return Err(Error::shape(
+            def.name,
+            &[&ins[0].shape, &ins[1].shape],
+            "index must have the shape of data without axis",
+        ));
+    }
+    Ok(meta(&ins[0], d))
+}
+
+fn infer_one_hot(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let mut d = ins[0].shape.dims().to_vec();
+    d.push(i.i64("depth")?.max(0) as usize);
+    Ok(vec![Meta { shape: Shape::new(&d), dtype: i.dtype("dtype", DType::F32)?, ctx: ins[0].ctx }])
+}
+
+fn infer_where(_def: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (c, x, y) = (&ins[0].shape, &ins[1].shape, &ins[2].shape);
+    let rows = where_rows(c, x, y);
+    let s = where_shape(rows.as_ref().unwrap_or(c), x, y)?;
+    Ok(vec![Meta { shape: s, ..ins[1].clone() }])
+}
+
+fn infer_tile(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let reps = Invocation::params(def, a).req_ints("reps")?;
+    Ok(meta(&ins[0], tile_plan(ins[0].shape.dims(), &reps)?.0))
+}
+
+fn infer_repeat(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    Ok(meta(&ins[0], repeat_plan(ins[0].shape.dims(), i.i64("repeats")?, i.opt_i64("axis")?)?.0))
+}
+
+fn infer_flip(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    ops::resolve_axes(def.name, ins[0].shape.ndim(), Some(&Invocation::params(def, a).req_ints("axis")?), false)?;
+    Ok(vec![ins[0].clone()])
+}
+
+fn infer_moveaxis(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let p = moveaxis_perm(ins[0].shape.ndim(), &i.req_ints("source")?, &i.req_ints("destination")?)?;
+    Ok(meta(&ins[0], p.iter().map(|&p| ins[0].shape.dims()[p]).collect()))
+}
+
+fn infer_gather_nd(def: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (x, idx) = (&ins[0].shape, &ins[1].shape);
+    let m = idx.dims().first().copied().unwrap_or(0);
+    if idx.ndim() == 0 || m > x.ndim() {
+        return Err(Error::shape(def.name, &[x, idx], "indices must be (M, ...) with M at most the data's rank"));
+    }
+    let mut d = idx.dims()[1..].to_vec();
+    d.extend_from_slice(&x.dims()[m..]);
+    Ok(meta(&ins[0], d))
+}
+
+fn infer_scatter_nd(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    Ok(vec![Meta { shape: Invocation::params(def, a).shape("shape")?, ..ins[0].clone() }])
+}
+
+fn infer_slice(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let step = i.ints("step")?.unwrap_or_default();
+    let spec = slice_spec(&ins[0].shape, &i.req_ints("begin")?, &i.req_ints("end")?, &step)?;
+    Ok(meta(&ins[0], spec.iter().map(|s| s.len).collect()))
+}
+
+fn infer_slice_like(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let axes = Invocation::params(def, a).ints("axes")?.unwrap_or_default();
+    let spec = slice_like_spec(&ins[0].shape, &ins[1].shape, &axes)?;
+    Ok(meta(&ins[0], spec.iter().map(|s| s.len).collect()))
+}
+
+fn infer_diag(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let (x, k) = (&ins[0].shape, i.i64("k")?);
+    let d = match x.ndim() {
+        0 => return Err(Error::shape(def.name, &[x], "input must have at least one dimension")),
+        1 => {
+            let m = x.size() + k.unsigned_abs() as usize;
+            vec![m, m]
+        }
+        nd => {
+            let (a1, a2) = (norm_axis(def.name, i.i64("axis1")?, nd)?, norm_axis(def.name, i.i64("axis2")?, nd)?);
+            if a1 == a2 {
+                return Err(Error::value(def.name, format!("axis1 and axis2 cannot refer to the same axis {a1}")));
+            }
+            let (d1, d2) = (x.dims()[a1] as i64, x.dims()[a2] as i64);
+            let len = if k >= 0 { d1.min(d2 - k) } else { (d1 + k).min(d2) }.max(0) as usize;
+            let mut d: Vec<usize> = (0..nd).filter(|&d| d != a1 && d != a2).map(|d| x.dims()[d]).collect();
+            d.push(len);
+            d
+        }
+    };
+    Ok(meta(&ins[0], d))
+}
 
 const FLUENT: Aliases = Aliases { nd: &[], np: &[], npx: &[], fluent: true };
 const INDICES: Grad = Grad::Recorded;
@@ -24,6 +155,8 @@ const INDICES: Grad = Grad::Recorded;
 pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "take",
+        cpu: KernelSlot::Call(cpu::take_kernel),
+        infer: Some(infer_take),
         aliases: FLUENT,
         inputs: &["a", "indices"],
         params: &[
@@ -37,6 +170,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "pick",
+        cpu: KernelSlot::Call(cpu::pick_kernel),
+        infer: Some(infer_pick),
         aliases: Aliases { nd: &[], np: &[], npx: &["pick"], fluent: true },
         inputs: &["data", "index"],
         params: &[
@@ -54,6 +189,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "one_hot",
+        cpu: KernelSlot::Call(cpu::one_hot_kernel),
+        infer: Some(infer_one_hot),
         aliases: Aliases { nd: &[], np: &[], npx: &["one_hot"], fluent: true },
         inputs: &["indices"],
         params: &[
@@ -73,6 +210,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "where",
+        cpu: KernelSlot::Call(cpu::where_kernel),
+        infer: Some(infer_where),
         inputs: &["condition", "x", "y"],
         doc: "`x` where `condition` is non-zero, else `y` (row-wise for a 1-d condition).",
         forward: |i| one(ops::where_(i.x(0)?, i.x(1)?, i.x(2)?)),
@@ -81,6 +220,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "tile",
+        cpu: KernelSlot::Call(cpu::gather_kernel),
+        infer: Some(infer_tile),
         aliases: FLUENT,
         inputs: &["data"],
         params: &[param("reps", K::Ints, None, "Repetitions per axis.")],
@@ -91,6 +232,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "repeat",
+        cpu: KernelSlot::Call(cpu::gather_kernel),
+        infer: Some(infer_repeat),
         aliases: FLUENT,
         inputs: &["data"],
         params: &[
@@ -104,6 +247,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "flip",
+        cpu: KernelSlot::Call(cpu::gather_kernel),
+        infer: Some(infer_flip),
         aliases: FLUENT,
         inputs: &["data"],
         params: &[param("axis", K::Ints, None, "Axes to reverse.")],
@@ -114,6 +259,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "reverse",
+        cpu: KernelSlot::Call(cpu::gather_kernel),
+        infer: Some(infer_flip),
         inputs: &["data"],
         params: &[param("axis", K::Ints, None, "Axes to reverse.")],
         doc: "Reverses the order of elements along `axis` (MXNet's name for flip).",
@@ -122,6 +269,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "moveaxis",
+        cpu: KernelSlot::Call(crate::ops::shape::transpose_kernel),
+        infer: Some(infer_moveaxis),
         inputs: &["data"],
         params: &[
             param("source", K::Ints, None, "Axes to move."),
@@ -133,6 +282,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "gather_nd",
+        cpu: KernelSlot::Call(cpu::gather_nd_kernel),
+        infer: Some(infer_gather_nd),
         inputs: &["data", "indices"],
         doc: "Elements at the coordinates in `indices` (first axis: coordinate).",
         forward: |i| one(ops::gather_nd(i.x(0)?, i.x(1)?)),
@@ -141,6 +292,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "scatter_nd",
+        cpu: KernelSlot::Call(cpu::scatter_nd_kernel),
+        infer: Some(infer_scatter_nd),
         inputs: &["data", "indices"],
         params: &[param("shape", K::Shape, None, "Shape of the result.")],
         doc: "Zeros of `shape` with `data` written at the coordinates in `indices`.",
@@ -150,6 +303,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "slice",
+        cpu: KernelSlot::Call(cpu::gather_kernel),
+        infer: Some(infer_slice),
         aliases: Aliases { nd: &["crop"], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
         params: &[
@@ -168,6 +323,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "slice_like",
+        cpu: KernelSlot::Call(cpu::gather_kernel),
+        infer: Some(infer_slice_like),
         aliases: FLUENT,
         inputs: &["data", "shape_like"],
         params: &[param("axes", K::Ints, Some("()"), "Axes to slice; (): all.")],
@@ -177,6 +334,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "diag",
+        cpu: KernelSlot::Call(cpu::diag_kernel),
+        infer: Some(infer_diag),
         inputs: &["data"],
         params: &[
             param("k", K::Int, Some("0"), "Diagonal offset."),

@@ -1,11 +1,14 @@
-//! Selection by index arrays: take, pick, one_hot, where (inference,
-//! kernels and gradients written together; `Inline` definitions).
+//! Selection by index arrays: take, pick, one_hot, where (frontends:
+//! checks, push, gradients; kernels in `cpu.rs`).
 
+use super::cpu::read_indices;
+use super::DEFS;
 use crate::autograd::{needs_record, record};
 use crate::dtype::{DType, Elem};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::ops::{self, broadcast_to, check_ctx, BinOp};
+use crate::opdef::{push_call, OpCall};
+use crate::ops::{self, check_ctx, BinOp};
 use crate::shape::{norm_axis, Shape};
 use crate::storage::push_kernel;
 use crate::with_dtype;
@@ -32,7 +35,7 @@ impl IndexMode {
             _ => Err(Error::value("take", format!("mode must be clip, wrap or raise, got '{s}'"))),
         }
     }
-    fn fix(self, op: &str, i: i64, n: usize) -> std::result::Result<usize, OpFailure> {
+    pub(super) fn fix(self, op: &str, i: i64, n: usize) -> std::result::Result<usize, OpFailure> {
         let n = n as i64;
         match self {
             IndexMode::Clip => Ok(i.clamp(0, (n - 1).max(0)) as usize),
@@ -52,11 +55,6 @@ impl IndexMode {
     }
 }
 
-fn read_indices(k: &crate::storage::Kernel, i: usize) -> Vec<i64> {
-    let dt = k.in_dtype(i);
-    with_dtype!(dt, T, k.input::<T>(i).iter().map(|v| v.to_f64().trunc() as i64).collect())
-}
-
 /// Gathers slices of `a` along `axis` at `indices`.
 pub fn take(a: &NDArray, indices: &NDArray, axis: i64, mode: IndexMode) -> Result<NDArray> {
     let name = "take";
@@ -71,32 +69,10 @@ pub fn take(a: &NDArray, indices: &NDArray, axis: i64, mode: IndexMode) -> Resul
     od.extend_from_slice(&a.dims()[ax + 1..]);
     let outer: usize = a.dims()[..ax].iter().product();
     let inner: usize = a.dims()[ax + 1..].iter().product();
-    let ni = indices.size();
     let out = NDArray::empty(Shape::new(&od), a.dtype(), a.ctx())?;
-    let dt = a.dtype();
     if out.size() > 0 {
-        push_kernel(name, vec![a.view(), indices.view()], vec![out.view()], move |k| {
-            let idx = read_indices(k, 1);
-            let fixed: Vec<usize> = idx.iter().map(|&i| mode.fix(name, i, n)).collect::<std::result::Result<_, _>>()?;
-            with_dtype!(dt, T, {
-                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                let body = |r: usize, orow: &mut [T]| {
-                    for (j, &f) in fixed.iter().enumerate() {
-                        let s = (r * n + f) * inner;
-                        orow[j * inner..(j + 1) * inner].copy_from_slice(&src[s..s + inner]);
-                    }
-                };
-                if outer * ni * inner >= 1 << 16 && outer > 1 {
-                    use rayon::prelude::*;
-                    o.par_chunks_mut(ni * inner).enumerate().for_each(|(r, c)| body(r, c));
-                } else {
-                    for (r, c) in o.chunks_mut((ni * inner).max(1)).enumerate() {
-                        body(r, c);
-                    }
-                }
-            });
-            Ok(())
-        });
+        let ints = [mode.code(), outer as i64, n as i64, inner as i64];
+        push_call(OpCall::new(&DEFS[0], &[a, indices], &[&out]).with_ints(&ints))?;
     }
     if needs_record(&[a]) {
         let (ac, ic) = (a.clone(), indices.clone());
@@ -110,7 +86,7 @@ pub fn take(a: &NDArray, indices: &NDArray, axis: i64, mode: IndexMode) -> Resul
     Ok(out)
 }
 
-fn take_grad(g: &NDArray, idx: &NDArray, a: &NDArray, ax: usize, mode: IndexMode) -> Result<NDArray> {
+pub(crate) fn take_grad(g: &NDArray, idx: &NDArray, a: &NDArray, ax: usize, mode: IndexMode) -> Result<NDArray> {
     let z = ops::zeros(a.shape().clone(), g.dtype(), g.ctx())?;
     let n = a.dims()[ax];
     let outer: usize = a.dims()[..ax].iter().product();
@@ -159,21 +135,9 @@ pub fn pick(data: &NDArray, index: &NDArray, axis: i64, keepdims: bool, mode: In
     let n = data.dims()[ax];
     let inner: usize = data.dims()[ax + 1..].iter().product();
     let out = NDArray::empty(Shape::new(if keepdims { &kd } else { &rd }), data.dtype(), data.ctx())?;
-    let dt = data.dtype();
     if out.size() > 0 {
-        push_kernel(name, vec![data.view(), index.view()], vec![out.view()], move |k| {
-            let ids = read_indices(k, 1);
-            with_dtype!(dt, T, {
-                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                for r in 0..outer {
-                    for t in 0..inner {
-                        let f = mode.fix(name, ids[r * inner + t], n)?;
-                        o[r * inner + t] = src[(r * n + f) * inner + t];
-                    }
-                }
-            });
-            Ok(())
-        });
+        let ints = [mode.code(), outer as i64, n as i64, inner as i64];
+        push_call(OpCall::new(&DEFS[1], &[data, index], &[&out]).with_ints(&ints))?;
     }
     if needs_record(&[data]) {
         let (dc, ic) = (data.clone(), index.clone());
@@ -212,19 +176,7 @@ pub fn one_hot(indices: &NDArray, depth: usize, on: f64, off: f64, dtype: DType)
     od.push(depth);
     let out = NDArray::empty(Shape::new(&od), dtype, indices.ctx())?;
     if out.size() > 0 {
-        push_kernel("one_hot", vec![indices.view()], vec![out.view()], move |k| {
-            let ids = read_indices(k, 0);
-            with_dtype!(dtype, T, {
-                let o = k.output::<T>(0);
-                o.fill(T::from_f64(off));
-                for (r, &i) in ids.iter().enumerate() {
-                    if i >= 0 && (i as usize) < depth {
-                        o[r * depth + i as usize] = T::from_f64(on);
-                    }
-                }
-            });
-            Ok(())
-        });
+        push_call(OpCall::new(&DEFS[2], &[indices], &[&out]).with_ints(&[depth as i64]).with_nums(&[on, off]))?;
     }
     Ok(out)
 }
@@ -236,35 +188,45 @@ pub fn one_hot(indices: &NDArray, depth: usize, on: f64, off: f64, dtype: DType)
 pub fn where_(cond: &NDArray, x: &NDArray, y: &NDArray) -> Result<NDArray> {
     let name = "where";
     let cond_rows;
-    let cond = if cond.ndim() == 1 && x.ndim() > 1 && cond.size() == x.dims()[0] && x.shape() == y.shape() {
-        let mut d = vec![1usize; x.ndim()];
-        d[0] = cond.size();
-        cond_rows = cond.view_as(Shape::new(&d), 0);
+    let cond = if let Some(rows) = where_rows(cond.shape(), x.shape(), y.shape()) {
+        cond_rows = cond.view_as(rows, 0);
         &cond_rows
     } else {
         cond
     };
-    let s = Shape::broadcast(name, &Shape::broadcast(name, cond.shape(), x.shape())?, y.shape())?;
-    let c = ops::scalar(BinOp::Ne, &ops::astype(cond, x.dtype())?, 0.0)?;
-    let cb = broadcast_to(&c.detach(), s.clone())?;
-    let notc = ops::scalar_r(BinOp::Sub, &cb, 1.0)?;
-    let xb = ops::mul(&broadcast_to(x, s.clone())?, &cb)?;
+    let s = where_shape(cond.shape(), x.shape(), y.shape())?;
     let y = if y.dtype() != x.dtype() { ops::astype(y, x.dtype())? } else { y.clone() };
-    let yb = ops::mul(&broadcast_to(&y, s)?, &notc)?;
-    // select rather than add, so inf/nan in the unselected branch do not leak
-    let out = NDArray::empty(xb.shape().clone(), xb.dtype(), xb.ctx())?;
-    let dt = out.dtype();
-    push_kernel(name, vec![cb.view(), xb.view(), yb.view()], vec![out.view()], move |k| {
-        with_dtype!(dt, T, {
-            let (c, a, b, o) = (k.input::<T>(0), k.input::<T>(1), k.input::<T>(2), k.output::<T>(0));
-            for i in 0..o.len() {
-                o[i] = if c[i].to_f64() != 0.0 { a[i] } else { b[i] };
-            }
-        });
-        Ok(())
-    });
-    if needs_record(&[&xb, &yb]) {
-        record(name, &[&xb, &yb], &[&out], Box::new(|g| Ok(vec![Some(g[0].clone()), Some(g[0].clone())])));
+    let out = NDArray::empty(s, x.dtype(), x.ctx())?;
+    if out.size() > 0 {
+        push_call(OpCall::new(&DEFS[3], &[cond, x, &y], &[&out]))?;
+    }
+    if needs_record(&[x, &y]) {
+        let (c, xs, ys) = (cond.clone(), x.shape().clone(), y.shape().clone());
+        record(
+            name,
+            &[x, &y],
+            &[&out],
+            Box::new(move |g| {
+                let m = ops::scalar(BinOp::Ne, &ops::astype(&c, g[0].dtype())?, 0.0)?;
+                let gx = ops::mul(&g[0], &m)?;
+                let gy = ops::sub(&g[0], &gx)?;
+                Ok(vec![Some(ops::sum_to(&gx, &xs)?), Some(ops::sum_to(&gy, &ys)?)])
+            }),
+        );
     }
     Ok(out)
+}
+
+/// The shape `where` gives: `cond`, `x` and `y` broadcast together.
+pub(super) fn where_shape(c: &Shape, x: &Shape, y: &Shape) -> Result<Shape> {
+    Shape::broadcast("where", &Shape::broadcast("where", c, x)?, y)
+}
+
+/// A 1-d `cond` selecting whole rows of `x` (MXNet), as a (n, 1, ...) shape.
+pub(super) fn where_rows(c: &Shape, x: &Shape, y: &Shape) -> Option<Shape> {
+    (c.ndim() == 1 && x.ndim() > 1 && c.size() == x.dims()[0] && x == y).then(|| {
+        let mut d = vec![1usize; x.ndim()];
+        d[0] = c.size();
+        Shape::new(&d)
+    })
 }

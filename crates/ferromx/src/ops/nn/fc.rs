@@ -1,12 +1,14 @@
-//! FullyConnected: `out = data · weightᵀ + bias`, one fused kernel (gemm + bias).
+//! FullyConnected: `out = data · weightᵀ + bias`, one fused kernel (gemm + bias)
+//! (frontend: checks, push, gradient; the kernel in `cpu.rs`).
 
+use super::DEFS;
 use crate::autograd::{needs_record, record};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
+use crate::opdef::{push_call, OpCall};
 use crate::ops::{self, check_ctx, ReduceOp};
 use crate::shape::Shape;
-use crate::storage::{matmul, push_kernel};
 
 /// MXNet `FullyConnected`. With `flatten`, data is (N, ...) flattened to (N, in);
 /// without, the last axis is the input axis.
@@ -54,35 +56,14 @@ pub fn fully_connected(
         d
     };
     let out = NDArray::empty(Shape::new(&od), dt, data.ctx())?;
-    let mut ins = vec![data.view(), weight.view()];
-    if let Some(b) = bias {
-        ins.push(b.view());
-    }
-    let has_bias = bias.is_some();
-    if out.size() > 0 {
-        push_kernel(name, ins, vec![out.view()], move |k| {
-            macro_rules! run {
-                ($t:ty) => {{
-                    let (x, w, o) = (k.input::<$t>(0), k.input::<$t>(1), k.output::<$t>(0));
-                    if has_bias {
-                        let b = k.input::<$t>(2);
-                        for r in 0..rows {
-                            o[r * num_hidden..(r + 1) * num_hidden].copy_from_slice(b);
-                        }
-                    }
-                    matmul::<$t>(rows, num_hidden, inp, o, x, false, w, true, has_bias);
-                }};
-            }
-            match dt {
-                DType::F64 => run!(f64),
-                _ => run!(f32),
-            }
-            Ok(())
-        });
-    }
     let mut inputs = vec![data, weight];
     if let Some(b) = bias {
         inputs.push(b);
+    }
+    let has_bias = bias.is_some();
+    if out.size() > 0 {
+        let ints = [rows as i64, num_hidden as i64, inp as i64, has_bias as i64];
+        push_call(OpCall::new(&DEFS[0], &inputs, &[&out]).with_ints(&ints))?;
     }
     if needs_record(&inputs) {
         let (x, w) = (data.clone(), weight.clone());

@@ -1,16 +1,101 @@
-//! Neural-network operators.
+//! Neural-network operators: definitions and inference here; frontends
+//! (checks, push, gradients) in `fc.rs`, `activation.rs` (Activation,
+//! LeakyReLU), `softmax.rs`, `dropout.rs`, `norm.rs` (LayerNorm) and
+//! `embedding.rs`; kernels over [`crate::opdef::OpCall`] in `cpu.rs`.
 
 mod activation;
+mod cpu;
+mod dropout;
+mod embedding;
 mod fc;
+mod norm;
 mod softmax;
+#[cfg(test)]
+mod tests;
 
 pub use activation::*;
+pub use dropout::*;
+pub use embedding::*;
 pub use fc::*;
+pub use norm::*;
 pub use softmax::*;
 
-use crate::opdef::{one, param, Aliases, Example, Invocation, OpDef, ParamKind as K};
-use crate::ops::{self, ReduceOp};
-use crate::Shape;
+use crate::error::{Error, Result};
+use crate::opdef::{one, param, Aliases, Attrs, Example, Invocation, KernelSlot, Meta, OpDef, ParamKind as K};
+use crate::shape::{norm_axis, Shape};
+use crate::DType;
+
+fn same(x: &Meta, shape: Shape, dtype: DType) -> Vec<Meta> {
+    vec![Meta { shape, dtype, ctx: x.ctx }]
+}
+
+/// Non-float inputs compute in float32.
+fn float_of(dt: DType) -> DType {
+    if dt.is_float() {
+        dt
+    } else {
+        DType::F32
+    }
+}
+
+fn infer_fc(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let (x, w) = (&ins[0].shape, &ins[1].shape);
+    let nh = i.opt_i64("num_hidden")?.map(|v| v as usize).unwrap_or(w.dims().first().copied().unwrap_or(0));
+    if x.ndim() == 0 {
+        return Err(Error::shape(def.name, &[x], "data must have at least one dimension"));
+    }
+    let (flat, d) = (i.bool("flatten")?, x.dims());
+    let inp = if flat { d[1..].iter().product::<usize>() } else { d[d.len() - 1] };
+    if w.dims() != [nh, inp] {
+        return Err(Error::shape(def.name, &[x, w], format!("weight must be ({nh}, {inp})")));
+    }
+    let mut od = if flat { vec![d[0]] } else { d[..d.len() - 1].to_vec() };
+    od.push(nh);
+    Ok(same(&ins[0], Shape::new(&od), ins[0].dtype))
+}
+
+fn infer_activation(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let op = activation_op(&Invocation::params(def, a).str("act_type")?)?;
+    let dt = crate::ops::unary::unary_dtype(op, def.name, ins[0].dtype)?;
+    Ok(same(&ins[0], ins[0].shape.clone(), dt))
+}
+
+fn infer_leaky(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    leaky_act(&Invocation::params(def, a).str("act_type")?)?;
+    Ok(same(&ins[0], ins[0].shape.clone(), float_of(ins[0].dtype)))
+}
+
+fn infer_softmax(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    if ins[0].shape.ndim() == 0 {
+        return Err(Error::shape(def.name, &[&ins[0].shape], "input must have at least one dimension"));
+    }
+    norm_axis(def.name, Invocation::params(def, a).i64("axis")?, ins[0].shape.ndim())?;
+    Ok(same(&ins[0], ins[0].shape.clone(), float_of(ins[0].dtype)))
+}
+
+fn infer_ce(def: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (p, l) = (&ins[0].shape, &ins[1].shape);
+    if p.ndim() != 2 || l.size() != p.dims()[0] {
+        return Err(Error::shape(def.name, &[p, l], "pred must be (batch, classes) and label (batch,)"));
+    }
+    let n = if def.name == "softmax_cross_entropy" { 1 } else { p.dims()[0] };
+    Ok(same(&ins[0], Shape::new(&[n]), float_of(ins[0].dtype)))
+}
+
+fn infer_same(_d: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    Ok(vec![ins[0].clone()])
+}
+
+fn infer_layer_norm(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    layer_norm_axis(&ins[0].shape, &ins[1].shape, &ins[2].shape, Invocation::params(def, a).i64("axis")?)?;
+    Ok(vec![ins[0].clone()])
+}
+
+fn infer_embedding(_d: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let d = embedding_dims(&ins[0].shape, &ins[1].shape)?;
+    Ok(same(&ins[0], Shape::new(&d), ins[1].dtype))
+}
 
 const AXIS_T: &[crate::opdef::ParamDef] = &[
     param("axis", K::Int, Some("-1"), "The axis to normalise over."),
@@ -21,6 +106,8 @@ const AXIS_T: &[crate::opdef::ParamDef] = &[
 pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "FullyConnected",
+        cpu: KernelSlot::Call(cpu::fc_kernel),
+        infer: Some(infer_fc),
         inputs: &["data", "weight", "bias"],
         params: &[
             param("num_hidden", K::Int, Some("None"), "Number of outputs (default: weight's first axis)."),
@@ -40,6 +127,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "Activation",
+        cpu: KernelSlot::Call(crate::ops::unary::unary_kernel),
+        infer: Some(infer_activation),
         inputs: &["data"],
         params: &[param("act_type", K::Str, Some("'relu'"), "'relu', 'sigmoid', 'tanh', 'softrelu' or 'softsign'.")],
         doc: "An activation function by name.",
@@ -49,6 +138,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "LeakyReLU",
+        cpu: KernelSlot::Call(cpu::leaky_kernel),
+        infer: Some(infer_leaky),
         inputs: &["data", "gamma"],
         params: &[
             param("act_type", K::Str, Some("'leaky'"), "'leaky', 'elu', 'selu', 'gelu' or 'prelu'."),
@@ -61,6 +152,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "softmax",
+        cpu: KernelSlot::Call(cpu::softmax_kernel),
+        infer: Some(infer_softmax),
         aliases: Aliases { nd: &[], np: &[], npx: &["softmax"], fluent: true },
         inputs: &["data"],
         params: AXIS_T,
@@ -71,6 +164,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "log_softmax",
+        cpu: KernelSlot::Call(cpu::softmax_kernel),
+        infer: Some(infer_softmax),
         aliases: Aliases { nd: &[], np: &[], npx: &["log_softmax"], fluent: true },
         inputs: &["data"],
         params: AXIS_T,
@@ -81,6 +176,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "softmax_ce_loss",
+        cpu: KernelSlot::Call(cpu::softmax_ce_kernel),
+        infer: Some(infer_ce),
         inputs: &["pred", "label"],
         params: &[param("axis", K::Int, Some("-1"), "The class axis: the last axis of a 2-d pred.")],
         doc: "Per-sample cross-entropy of softmax(pred) at integer labels (fused).",
@@ -98,16 +195,17 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "softmax_cross_entropy",
+        cpu: KernelSlot::Call(cpu::softmax_ce_kernel),
+        infer: Some(infer_ce),
         inputs: &["data", "label"],
         doc: "Sum over the batch of the cross-entropy of softmax(data) at `label` (shape (1,)).",
-        forward: |i| {
-            let l = softmax_ce_loss(i.x(0)?, i.x(1)?)?;
-            one(ops::reduce(ReduceOp::Sum, &l, None, false, false).and_then(|s| ops::reshape_to(&s, Shape::new(&[1]))))
-        },
+        forward: |i| one(softmax_cross_entropy(i.x(0)?, i.x(1)?)),
         ..OpDef::BASE
     },
     OpDef {
         name: "Dropout",
+        cpu: KernelSlot::Call(cpu::dropout_kernel),
+        infer: Some(infer_same),
         inputs: &["data"],
         params: &[
             param("p", K::Float, Some("0.5"), "Fraction of the input that is dropped."),
@@ -119,6 +217,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "LayerNorm",
+        cpu: KernelSlot::Call(cpu::layer_norm_kernel),
+        infer: Some(infer_layer_norm),
         inputs: &["data", "gamma", "beta"],
         params: &[
             param("axis", K::Int, Some("-1"), "The axis to normalise over."),
@@ -131,6 +231,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "Embedding",
+        cpu: KernelSlot::Call(cpu::embedding_kernel),
+        infer: Some(infer_embedding),
         inputs: &["data", "weight"],
         params: &[
             param("input_dim", K::Int, Some("None"), "Vocabulary size (checked against weight)."),

@@ -1,12 +1,15 @@
-//! Shape and indexing operators: reshape, transpose, broadcast, concat/stack/split,
-//! slicing, take, pick, one_hot, where, clip.
+//! The shape operators' frontends (checks, allocation, push, record): reshape
+//! codes, transpose, broadcast, concat/stack, slicing, clip. Kernels in `cpu.rs`.
 
+use super::cpu::{self, strided_region};
+use super::DEFS;
 use crate::autograd::{needs_record, record};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
+use crate::opdef::{push_call, OpCall, OpDef};
 use crate::ops::{self, check_ctx, BinOp};
-use crate::shape::{for_each_strided, norm_axis, Shape};
+use crate::shape::{norm_axis, Shape};
 use crate::storage::push_kernel;
 use crate::with_dtype;
 
@@ -145,52 +148,72 @@ pub fn expand_dims_dims(d: &[usize], axis: i64) -> Result<Vec<usize>> {
 
 /// Removes size-1 axes (all, or the given ones).
 pub fn squeeze(x: &NDArray, axes: Option<&[i64]>) -> Result<NDArray> {
-    let d = x.dims();
-    let keep: Vec<usize> = match axes {
+    reshape_to(x, Shape::new(&squeeze_dims(x.dims(), axes)?))
+}
+
+/// The shape `squeeze` gives.
+pub fn squeeze_dims(d: &[usize], axes: Option<&[i64]>) -> Result<Vec<usize>> {
+    Ok(match axes {
         None => d.iter().cloned().filter(|&v| v != 1).collect(),
         Some(a) => {
-            let ax = ops::resolve_axes("squeeze", x.ndim(), Some(a), false)?;
+            let ax = ops::resolve_axes("squeeze", d.len(), Some(a), false)?;
             for &i in &ax {
                 if d[i] != 1 {
-                    return Err(Error::value("squeeze", format!("cannot select an axis to squeeze out which has size not equal to one (axis {i} of shape {})", x.shape())));
+                    return Err(Error::value("squeeze", format!("cannot select an axis to squeeze out which has size not equal to one (axis {i} of shape {})", Shape::new(d))));
                 }
             }
             d.iter().enumerate().filter(|(i, _)| !ax.contains(i)).map(|(_, v)| *v).collect()
         }
-    };
-    reshape_to(x, Shape::new(&keep))
+    })
 }
 
 /// Broadcasts to `shape` (a copy).
 pub fn broadcast_to(x: &NDArray, shape: Shape) -> Result<NDArray> {
-    let b = Shape::broadcast("broadcast_to", x.shape(), &shape)?;
+    broadcast_to_as(&DEFS[5], x, shape)
+}
+
+/// Broadcasts to `shape` as a call of `def` (one of the broadcast operators).
+pub(crate) fn broadcast_to_as(def: &'static OpDef, x: &NDArray, shape: Shape) -> Result<NDArray> {
+    let b = Shape::broadcast(def.name, x.shape(), &shape)?;
     if b != shape {
-        return Err(Error::shape("broadcast_to", &[x.shape(), &shape], "cannot broadcast"));
+        return Err(Error::shape(def.name, &[x.shape(), &shape], "cannot broadcast"));
     }
-    let out = NDArray::empty(shape.clone(), x.dtype(), x.ctx())?;
-    ops::assign(&out, &x.detach())?;
+    let out = NDArray::empty(shape, x.dtype(), x.ctx())?;
+    if out.size() > 0 {
+        push_call(OpCall::new(def, &[x], &[&out]))?;
+    }
     if needs_record(&[x]) {
         let s = x.shape().clone();
-        record("broadcast_to", &[x], &[&out], Box::new(move |g| Ok(vec![Some(ops::sum_to(&g[0], &s)?)])));
+        record(def.name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(ops::sum_to(&g[0], &s)?)])));
     }
     Ok(out)
 }
 
 /// MXNet `broadcast_to`: a 0 in the target keeps the input's dim there.
 pub fn broadcast_to_mx(x: &NDArray, shape: Shape) -> Result<NDArray> {
-    let mut target = shape.dims().to_vec();
-    let off = target.len().saturating_sub(x.ndim());
-    for (i, t) in target.iter_mut().enumerate() {
-        if *t == 0 && i >= off {
-            *t = x.dims()[i - off];
+    broadcast_to(x, Shape::new(&broadcast_mx_dims(x.dims(), shape.dims())))
+}
+
+/// MXNet's `broadcast_to` target: its 0 entries replaced by the input's dims.
+pub fn broadcast_mx_dims(x: &[usize], target: &[usize]) -> Vec<usize> {
+    let mut t = target.to_vec();
+    let off = t.len().saturating_sub(x.len());
+    for (i, v) in t.iter_mut().enumerate() {
+        if *v == 0 && i >= off {
+            *v = x[i - off];
         }
     }
-    broadcast_to(x, Shape::new(&target))
+    t
 }
 
 /// Permutes axes (default: reverse them).
 pub fn transpose(x: &NDArray, axes: Option<&[i64]>) -> Result<NDArray> {
-    let nd = x.ndim();
+    let perm = transpose_perm(x.ndim(), axes)?;
+    transpose_as(&DEFS[8], x, perm)
+}
+
+/// The permutation `transpose` applies: `axes` checked, or the axes reversed.
+pub(super) fn transpose_perm(nd: usize, axes: Option<&[i64]>) -> Result<Vec<usize>> {
     let perm: Vec<usize> = match axes {
         None => (0..nd).rev().collect(),
         Some([]) => (0..nd).rev().collect(),
@@ -209,20 +232,17 @@ pub fn transpose(x: &NDArray, axes: Option<&[i64]>) -> Result<NDArray> {
             p
         }
     };
+    Ok(perm)
+}
+
+/// `x` with its axes permuted by `perm`, as a call of `def` (`transpose` or `swapaxes`).
+pub(crate) fn transpose_as(def: &'static OpDef, x: &NDArray, perm: Vec<usize>) -> Result<NDArray> {
+    let nd = x.ndim();
     let od: Vec<usize> = perm.iter().map(|&p| x.dims()[p]).collect();
-    let oshape = Shape::new(&od);
-    let xs = x.shape().strides();
-    let pstrides: Vec<usize> = perm.iter().map(|&p| xs[p]).collect();
-    let out = NDArray::empty(oshape.clone(), x.dtype(), x.ctx())?;
-    let dt = x.dtype();
+    let out = NDArray::empty(Shape::new(&od), x.dtype(), x.ctx())?;
     if out.size() > 0 {
-        push_kernel("transpose", vec![x.view()], vec![out.view()], move |k| {
-            with_dtype!(dt, T, {
-                let (i, o) = (k.input::<T>(0), k.output::<T>(0));
-                for_each_strided(&oshape, &pstrides, 0, o.len(), |oi, si| o[oi] = i[si]);
-            });
-            Ok(())
-        });
+        let ints: Vec<i64> = perm.iter().map(|&p| p as i64).collect();
+        push_call(OpCall::new(def, &[x], &[&out]).with_ints(&ints))?;
     }
     if needs_record(&[x]) {
         let mut inv = vec![0i64; nd];
@@ -238,14 +258,19 @@ pub fn transpose(x: &NDArray, axes: Option<&[i64]>) -> Result<NDArray> {
 pub fn swapaxes(x: &NDArray, a: i64, b: i64) -> Result<NDArray> {
     let nd = x.ndim();
     let (a, b) = (norm_axis("swapaxes", a, nd)?, norm_axis("swapaxes", b, nd)?);
-    let mut p: Vec<i64> = (0..nd as i64).collect();
+    let mut p: Vec<usize> = (0..nd).collect();
     p.swap(a, b);
-    transpose(x, Some(&p))
+    transpose_as(&DEFS[9], x, p)
 }
 
 /// Joins arrays along an existing axis.
 pub fn concat(xs: &[NDArray], axis: i64) -> Result<NDArray> {
-    let name = "concat";
+    concat_as(&DEFS[10], xs, axis)
+}
+
+/// Joins arrays along an existing axis as a call of `def` (`concat` or `stack`).
+fn concat_as(def: &'static OpDef, xs: &[NDArray], axis: i64) -> Result<NDArray> {
+    let name = def.name;
     let first = xs.first().ok_or_else(|| Error::value(name, "need at least one array"))?;
     let nd = first.ndim();
     if nd == 0 {
@@ -268,31 +293,11 @@ pub fn concat(xs: &[NDArray], axis: i64) -> Result<NDArray> {
         }
         od[ax] += x.dims()[ax];
     }
-    let outer: usize = od[..ax].iter().product();
-    let inner: usize = od[ax + 1..].iter().product();
-    let widths: Vec<usize> = xs.iter().map(|x| x.dims()[ax] * inner).collect();
-    let total: usize = widths.iter().sum();
     let out = NDArray::empty(Shape::new(&od), first.dtype(), first.ctx())?;
-    let dt = first.dtype();
-    if out.size() > 0 {
-        let views = xs.iter().map(|x| x.view()).collect();
-        let w2 = widths.clone();
-        push_kernel(name, views, vec![out.view()], move |k| {
-            with_dtype!(dt, T, {
-                let o = k.output::<T>(0);
-                let mut col = 0;
-                for (i, &w) in w2.iter().enumerate() {
-                    let src = k.input::<T>(i);
-                    for r in 0..outer {
-                        o[r * total + col..r * total + col + w].copy_from_slice(&src[r * w..(r + 1) * w]);
-                    }
-                    col += w;
-                }
-            });
-            Ok(())
-        });
-    }
     let refs: Vec<&NDArray> = xs.iter().collect();
+    if out.size() > 0 {
+        push_call(OpCall::new(def, &refs, &[&out]).with_ints(&[ax as i64]))?;
+    }
     if needs_record(&refs) {
         let sizes: Vec<usize> = xs.iter().map(|x| x.dims()[ax]).collect();
         record(
@@ -330,94 +335,54 @@ pub fn stack(xs: &[NDArray], axis: i64) -> Result<NDArray> {
         }
     }
     let ex: Vec<NDArray> = xs.iter().map(|x| expand_dims(x, ax as i64)).collect::<Result<_>>()?;
-    concat(&ex, ax as i64)
+    concat_as(&DEFS[11], &ex, ax as i64)
 }
 
 /// Elements `[begin, end)` along `axis` (a view when `axis` is 0, otherwise a copy).
 pub fn slice_axis(x: &NDArray, axis: i64, begin: i64, end: Option<i64>) -> Result<NDArray> {
-    let ax = norm_axis("slice_axis", axis, x.ndim())?;
-    let n = x.dims()[ax] as i64;
+    let (ax, b, e) = slice_axis_range(x.dims(), axis, begin, end)?;
+    slice_steps_as(&DEFS[13], x, &[(ax, b, e, 1)])
+}
+
+/// `slice_axis`'s axis and resolved `[begin, end)` on an array of dims `d`.
+pub fn slice_axis_range(d: &[usize], axis: i64, begin: i64, end: Option<i64>) -> Result<(usize, usize, usize)> {
+    let ax = norm_axis("slice_axis", axis, d.len())?;
+    let n = d[ax] as i64;
     let fix = |v: i64| if v < 0 { (v + n).max(0) } else { v.min(n) };
     let (b, e) = (fix(begin), fix(end.unwrap_or(n)));
     if b > e {
         let end_s = end.map_or("None".to_string(), |e| e.to_string());
         return Err(Error::index(
             "slice_axis",
-            format!("begin {begin} > end {end_s} on axis {ax} of shape {}", x.shape()),
+            format!("begin {begin} > end {end_s} on axis {ax} of shape {}", Shape::new(d)),
         ));
     }
-    slice_steps(x, &[(ax, b as usize, e as usize, 1)])
-}
-
-/// The region a slicing spec selects: its shape, the element offset of its
-/// first element, and the signed element stride of each axis.
-fn strided_region(shape: &Shape, spec: &[(usize, usize, usize, i64)]) -> (Shape, isize, Vec<isize>) {
-    let xs = shape.strides();
-    let mut od = shape.dims().to_vec();
-    let mut base: isize = 0;
-    let mut signed: Vec<isize> = xs.iter().map(|&s| s as isize).collect();
-    for &(ax, b, e, step) in spec {
-        let len = if step > 0 {
-            if e > b {
-                (e - b).div_ceil(step as usize)
-            } else {
-                0
-            }
-        } else if b > e {
-            (b - e).div_ceil((-step) as usize)
-        } else {
-            0
-        };
-        od[ax] = len;
-        base += b as isize * xs[ax] as isize;
-        signed[ax] = xs[ax] as isize * step as isize;
-    }
-    (Shape::new(&od), base, signed)
+    Ok((ax, b as usize, e as usize))
 }
 
 /// General strided slicing: `(axis, begin, end, step)` per sliced axis (positive steps
 /// with begin ≤ end, or negative steps with begin ≥ end, exclusive end as in Python).
 pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<NDArray> {
-    let nd = x.ndim();
+    slice_steps_as(crate::ops::index::slice_def(), x, spec)
+}
+
+/// Strided slicing as a call of `def` (`slice` or `slice_axis`).
+fn slice_steps_as(def: &'static OpDef, x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<NDArray> {
     let (oshape, base, signed) = strided_region(x.shape(), spec);
     // first-axis contiguous slice: a view
     if spec.len() == 1 && spec[0].0 == 0 && spec[0].3 == 1 && !needs_record(&[x]) {
         return Ok(x.view_as(oshape, base as usize));
     }
     let out = NDArray::empty(oshape.clone(), x.dtype(), x.ctx())?;
-    let dt = x.dtype();
     if out.size() > 0 {
-        let sg = signed.clone();
-        push_kernel("slice", vec![x.view()], vec![out.view()], move |k| {
-            with_dtype!(dt, T, {
-                let (i, o) = (k.input::<T>(0), k.output::<T>(0));
-                let dims = oshape.dims();
-                let mut idx = vec![0usize; nd];
-                for ov in o.iter_mut() {
-                    let mut p = base;
-                    for d in 0..nd {
-                        p += idx[d] as isize * sg[d];
-                    }
-                    *ov = i[p as usize];
-                    let mut d = nd;
-                    while d > 0 {
-                        d -= 1;
-                        idx[d] += 1;
-                        if idx[d] < dims[d] {
-                            break;
-                        }
-                        idx[d] = 0;
-                    }
-                }
-            });
-            Ok(())
-        });
+        let ints = crate::ops::index::affine_ints(base, oshape.dims(), &signed);
+        push_call(OpCall::new(def, &[x], &[&out]).with_ints(&ints))?;
     }
     if needs_record(&[x]) {
         let (xshape, spec) = (x.shape().clone(), spec.to_vec());
         let (xdt, xctx) = (x.dtype(), x.ctx());
         record(
-            "slice",
+            def.name,
             &[x],
             &[&out],
             Box::new(move |g| {
@@ -432,7 +397,6 @@ pub fn slice_steps(x: &NDArray, spec: &[(usize, usize, usize, i64)]) -> Result<N
 
 /// Writes `v` (broadcast) into the strided region of `dst` described by `spec`, in place.
 pub fn slice_assign(dst: &NDArray, spec: &[(usize, usize, usize, i64)], v: &NDArray) -> Result<()> {
-    let nd = dst.ndim();
     let (rshape, base, signed) = strided_region(dst.shape(), spec);
     let vb = Shape::broadcast("_slice_assign", &rshape, v.shape())?;
     if vb != rshape {
@@ -449,29 +413,13 @@ pub fn slice_assign(dst: &NDArray, spec: &[(usize, usize, usize, i64)], v: &NDAr
     }
     let vs = v.shape().broadcast_strides(&rshape);
     let dt = dst.dtype();
+    // An in-place update inside indexing, not a table operator: an engine closure.
     push_kernel("_slice_assign", vec![v.view()], vec![dst.view()], move |k| {
         with_dtype!(dt, T, {
             let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-            let dims = rshape.dims();
-            let mut idx = vec![0usize; nd];
-            for _ in 0..rshape.size() {
-                let mut p = base;
-                let mut q = 0usize;
-                for d in 0..nd {
-                    p += idx[d] as isize * signed[d];
-                    q += idx[d] * vs[d];
-                }
-                o[p as usize] = src[q];
-                let mut d = nd;
-                while d > 0 {
-                    d -= 1;
-                    idx[d] += 1;
-                    if idx[d] < dims[d] {
-                        break;
-                    }
-                    idx[d] = 0;
-                }
-            }
+            let mut q = vec![0usize; rshape.size()];
+            crate::shape::for_each_strided(&rshape, &vs, 0, q.len(), |n, si| q[n] = si);
+            cpu::for_each_region(rshape.dims(), base, &signed, |n, p| o[p] = src[q[n]]);
         });
         Ok(())
     });
@@ -489,7 +437,10 @@ pub fn clip(x: &NDArray, lo: f64, hi: f64) -> Result<NDArray> {
         DType::I64 => (lo.max(-9.2e18), hi.min(9.2e18)),
         _ => (lo, hi),
     };
-    let out = ops::scalar(BinOp::Min, &ops::scalar(BinOp::Max, &x.detach(), lo)?.detach(), hi)?.detach();
+    let out = x.empty_like()?;
+    if out.size() > 0 {
+        push_call(OpCall::new(&DEFS[14], &[x], &[&out]).with_nums(&[lo, hi]))?;
+    }
     if needs_record(&[x]) {
         let xc = x.clone();
         record(
@@ -509,6 +460,11 @@ pub fn clip(x: &NDArray, lo: f64, hi: f64) -> Result<NDArray> {
 /// are replaced by `rhs`'s dims `[rhs_begin, rhs_end)` (`None`: the whole
 /// range; negative values count from the end).
 pub fn reshape_like(l: &NDArray, r: &NDArray, lhs: [Option<i64>; 2], rhs: [Option<i64>; 2]) -> Result<NDArray> {
+    reshape_to(l, Shape::new(&reshape_like_dims(l.shape(), r.shape(), lhs, rhs)?))
+}
+
+/// The shape `reshape_like` gives.
+pub fn reshape_like_dims(l: &Shape, r: &Shape, lhs: [Option<i64>; 2], rhs: [Option<i64>; 2]) -> Result<Vec<usize>> {
     let name = "reshape_like";
     let span = |nd: usize, [b, e]: [Option<i64>; 2], side: &str| -> Result<(usize, usize)> {
         let fix = |v: Option<i64>, d: usize, what: &str| -> Result<usize> {
@@ -532,31 +488,74 @@ pub fn reshape_like(l: &NDArray, r: &NDArray, lhs: [Option<i64>; 2], rhs: [Optio
     d.extend_from_slice(&l.dims()[le..]);
     let target = Shape::new(&d);
     if target.size() != l.size() {
-        return Err(Error::shape(name, &[l.shape(), r.shape()], format!("cannot reshape to {target}: sizes differ")));
+        return Err(Error::shape(name, &[l, r], format!("cannot reshape to {target}: sizes differ")));
     }
-    reshape_to(l, target)
+    Ok(d)
 }
 
 /// MXNet `broadcast_like`: `l` broadcast to `r`'s shape, or with `lhs_axes` /
 /// `rhs_axes` only `l`'s listed axes to the sizes of `r`'s listed axes.
 pub fn broadcast_like(l: &NDArray, r: &NDArray, lhs_axes: Option<&[i64]>, rhs_axes: Option<&[i64]>) -> Result<NDArray> {
+    let d = broadcast_like_dims(l.shape(), r.shape(), lhs_axes, rhs_axes)?;
+    broadcast_to_as(&DEFS[6], l, Shape::new(&d))
+}
+
+/// The shape `broadcast_like` gives (checked: `l` broadcasts to it).
+pub fn broadcast_like_dims(
+    l: &Shape,
+    r: &Shape,
+    lhs_axes: Option<&[i64]>,
+    rhs_axes: Option<&[i64]>,
+) -> Result<Vec<usize>> {
     let name = "broadcast_like";
-    match (lhs_axes, rhs_axes) {
-        (None, None) => broadcast_to(l, r.shape().clone())
-            .map_err(|_| Error::shape(name, &[l.shape(), r.shape()], "operands could not be broadcast together")),
+    let (d, why) = match (lhs_axes, rhs_axes) {
+        (None, None) => (r.dims().to_vec(), "operands could not be broadcast together".to_string()),
         (Some(la), Some(ra)) if la.len() == ra.len() => {
             let mut d = l.dims().to_vec();
             for (&i, &j) in la.iter().zip(ra) {
-                d[l.shape().axis(name, i)?] = r.dims()[r.shape().axis(name, j)?];
+                d[l.axis(name, i)?] = r.dims()[r.axis(name, j)?];
             }
-            broadcast_to(l, Shape::new(&d)).map_err(|_| {
-                Error::shape(
-                    name,
-                    &[l.shape(), r.shape()],
-                    format!("cannot broadcast lhs axes {la:?} to rhs axes {ra:?}"),
-                )
-            })
+            (d, format!("cannot broadcast lhs axes {la:?} to rhs axes {ra:?}"))
         }
-        _ => Err(Error::value(name, "lhs_axes and rhs_axes must both be given, with the same length")),
+        _ => return Err(Error::value(name, "lhs_axes and rhs_axes must both be given, with the same length")),
+    };
+    let t = Shape::new(&d);
+    match Shape::broadcast(name, l, &t) {
+        Ok(b) if b == t => Ok(d),
+        _ => Err(Error::shape(name, &[l, r], why)),
     }
+}
+
+/// MXNet `broadcast_axis`: broadcasts the size-1 `axes` of `x` to `sizes`.
+pub fn broadcast_axis(x: &NDArray, axes: &[i64], sizes: &[i64]) -> Result<NDArray> {
+    let od = broadcast_axis_dims(x.shape(), axes, sizes)?;
+    if od.contains(&0) {
+        // An empty result needs no kernel.
+        return NDArray::empty(Shape::new(&od), x.dtype(), x.ctx());
+    }
+    broadcast_to_as(&DEFS[7], x, Shape::new(&od))
+}
+
+/// The shape `broadcast_axis` gives.
+pub fn broadcast_axis_dims(x: &Shape, axes: &[i64], sizes: &[i64]) -> Result<Vec<usize>> {
+    let name = "broadcast_axis";
+    if axes.len() != sizes.len() {
+        return Err(Error::value(name, format!("axis {axes:?} and size {sizes:?} must have the same length")));
+    }
+    let mut od = x.dims().to_vec();
+    for (&a, &s) in axes.iter().zip(sizes) {
+        let ax = norm_axis(name, a, x.ndim())?;
+        if x.dims()[ax] != 1 {
+            return Err(Error::shape(
+                name,
+                &[x],
+                format!("broadcasting axis {ax} must have size 1, got {}", x.dims()[ax]),
+            ));
+        }
+        if s < 0 {
+            return Err(Error::value(name, format!("size must be non-negative, got {s}")));
+        }
+        od[ax] = s as usize;
+    }
+    Ok(od)
 }

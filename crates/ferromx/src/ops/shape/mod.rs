@@ -1,18 +1,28 @@
-//! Shape operators: reshape, transpose, broadcast, join, split, slice,
-//! tile, repeat, flip. Definitions here; the operators' functions in
-//! `layout.rs` (their inference, kernels and gradients are still written
-//! together there: these are [`KernelSlot::Inline`] definitions).
-//!
-//! [`KernelSlot::Inline`]: crate::opdef::KernelSlot::Inline
+//! Shape operators: reshape, transpose, broadcast, join, split, slice_axis,
+//! clip. Definitions and inference here; the frontends (checks, push,
+//! gradients) in `layout.rs`; kernels over [`crate::opdef::OpCall`] in `cpu.rs`.
 
+mod cpu;
 mod layout;
+#[cfg(test)]
+mod tests;
 
+pub(crate) use cpu::transpose_kernel;
+pub(crate) use layout::transpose_as;
 pub use layout::*;
 
+use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::opdef::{one, param, Aliases, Example, Invocation, Meta, OpDef, ParamDef, ParamKind as K};
+use crate::opdef::{
+    one, param, push_call, Aliases, Attrs, Example, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef,
+    ParamKind as K,
+};
 use crate::ops;
+use crate::shape::{norm_axis, Shape};
+
+/// The view operators' kernel: a contiguous copy (see `cpu.rs`).
+const VIEW: KernelSlot = KernelSlot::Call(crate::ops::copy_kernel);
 
 const FLUENT: Aliases = Aliases { nd: &[], np: &[], npx: &[], fluent: true };
 const EX23: Option<Example> = Some(Example { shapes: &[&[2, 3]], attrs: "", range: (0.5, 1.5) });
@@ -37,10 +47,147 @@ fn infer_expand_dims(def: &'static OpDef, a: &crate::opdef::Attrs, ins: &[Meta])
     Ok(meta(&ins[0], expand_dims_dims(ins[0].shape.dims(), axis)?))
 }
 
+fn infer_reshape_like(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let l = [i.opt_i64("lhs_begin")?, i.opt_i64("lhs_end")?];
+    let r = [i.opt_i64("rhs_begin")?, i.opt_i64("rhs_end")?];
+    Ok(meta(&ins[0], reshape_like_dims(&ins[0].shape, &ins[1].shape, l, r)?))
+}
+
+fn infer_squeeze(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let axes = Invocation::params(def, a).ints("axis")?;
+    Ok(meta(&ins[0], squeeze_dims(ins[0].shape.dims(), axes.as_deref())?))
+}
+
+/// Checks that `x` broadcasts to exactly `d`.
+fn broadcast_meta(name: &str, x: &Meta, d: Vec<usize>) -> Result<Vec<Meta>> {
+    let t = Shape::new(&d);
+    if Shape::broadcast(name, &x.shape, &t)? != t {
+        return Err(Error::shape(name, &[&x.shape, &t], "cannot broadcast"));
+    }
+    Ok(meta(x, d))
+}
+
+fn infer_broadcast_to(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let t = Invocation::params(def, a).shape("shape")?;
+    broadcast_meta(def.name, &ins[0], broadcast_mx_dims(ins[0].shape.dims(), t.dims()))
+}
+
+fn infer_broadcast_like(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let (la, ra) = (i.ints("lhs_axes")?, i.ints("rhs_axes")?);
+    Ok(meta(&ins[0], broadcast_like_dims(&ins[0].shape, &ins[1].shape, la.as_deref(), ra.as_deref())?))
+}
+
+fn infer_broadcast_axis(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let (ax, sz) = (i.ints("axis")?.unwrap_or_default(), i.ints("size")?.unwrap_or_default());
+    Ok(meta(&ins[0], broadcast_axis_dims(&ins[0].shape, &ax, &sz)?))
+}
+
+fn permuted(x: &Meta, perm: &[usize]) -> Vec<Meta> {
+    meta(x, perm.iter().map(|&p| x.shape.dims()[p]).collect())
+}
+
+fn infer_transpose(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let axes = Invocation::params(def, a).ints("axes")?.filter(|a| !a.is_empty());
+    Ok(permuted(&ins[0], &transpose_perm(ins[0].shape.ndim(), axes.as_deref())?))
+}
+
+fn infer_swapaxes(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (i, nd) = (Invocation::params(def, a), ins[0].shape.ndim());
+    let (d1, d2) = (norm_axis(def.name, i.i64("dim1")?, nd)?, norm_axis(def.name, i.i64("dim2")?, nd)?);
+    let mut p: Vec<usize> = (0..nd).collect();
+    p.swap(d1, d2);
+    Ok(permuted(&ins[0], &p))
+}
+
+/// Dims of `ins` joined along `axis` (the checks `concat` makes).
+fn joined(name: &str, ins: &[Meta], axis: i64) -> Result<Vec<usize>> {
+    let first = ins.first().ok_or_else(|| Error::value(name, "need at least one array"))?;
+    let nd = first.shape.ndim();
+    let ax = norm_axis(name, axis, nd)?;
+    let mut d = first.shape.dims().to_vec();
+    d[ax] = 0;
+    for x in ins {
+        let same = x.shape.ndim() == nd && (0..nd).all(|i| i == ax || x.shape.dims()[i] == first.shape.dims()[i]);
+        if !same {
+            return Err(Error::shape(name, &[&first.shape, &x.shape], format!("all dims except axis {ax} must match")));
+        }
+        if x.dtype != first.dtype {
+            return Err(Error::dtype(name, format!("dtypes differ: {} and {}", first.dtype, x.dtype)));
+        }
+        d[ax] += x.shape.dims()[ax];
+    }
+    Ok(d)
+}
+
+fn infer_concat(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let d = joined(def.name, ins, Invocation::params(def, a).i64("dim")?)?;
+    Ok(meta(&ins[0], d))
+}
+
+fn infer_stack(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let first = ins.first().ok_or_else(|| Error::value(def.name, "need at least one array"))?;
+    let ax = norm_axis(def.name, Invocation::params(def, a).i64("axis")?, first.shape.ndim() + 1)?;
+    if let Some(x) = ins.iter().find(|x| x.shape != first.shape) {
+        return Err(Error::shape(def.name, &[&first.shape, &x.shape], "all input arrays must have the same shape"));
+    }
+    let ex: Vec<Meta> = ins
+        .iter()
+        .map(|x| meta(x, expand_dims_dims(x.shape.dims(), ax as i64).unwrap_or_default()).remove(0))
+        .collect();
+    Ok(meta(first, joined(def.name, &ex, ax as i64)?))
+}
+
+/// `split`'s axis, part length and whether the axis is dropped.
+fn split_plan(i: &Invocation<'_>, x: &Shape) -> Result<(usize, usize, usize, bool)> {
+    let n = i.name();
+    let k = i.i64("num_outputs")?;
+    let ax = norm_axis(n, i.i64("axis")?, x.ndim())?;
+    let len = x.dims()[ax] as i64;
+    if k <= 0 || len % k != 0 {
+        return Err(Error::value(
+            n,
+            format!("axis {ax} of size {len} cannot be split into {k} equal parts (shape {x})"),
+        ));
+    }
+    let step = (len / k) as usize;
+    Ok((ax, k as usize, step, i.bool("squeeze_axis")? && step == 1))
+}
+
+fn split_dims(x: &Shape, ax: usize, step: usize, squeeze: bool) -> Vec<usize> {
+    let mut d = x.dims().to_vec();
+    if squeeze {
+        d.remove(ax);
+    } else {
+        d[ax] = step;
+    }
+    d
+}
+
+fn infer_split(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (ax, k, step, sq) = split_plan(&Invocation::params(def, a), &ins[0].shape)?;
+    Ok((0..k).map(|_| meta(&ins[0], split_dims(&ins[0].shape, ax, step, sq)).remove(0)).collect())
+}
+
+fn infer_slice_axis(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let (ax, b, e) = slice_axis_range(ins[0].shape.dims(), i.i64("axis")?, i.i64("begin")?, i.opt_i64("end")?)?;
+    let mut d = ins[0].shape.dims().to_vec();
+    d[ax] = e - b;
+    Ok(meta(&ins[0], d))
+}
+
+fn infer_same(_d: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    Ok(vec![ins[0].clone()])
+}
+
 /// The shape operators.
 pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "reshape",
+        cpu: VIEW,
         aliases: Aliases { nd: &["Reshape"], np: &[], npx: &[], fluent: false },
         inputs: &["data"],
         params: &[
@@ -55,6 +202,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "reshape_like",
+        cpu: VIEW,
+        infer: Some(infer_reshape_like),
         aliases: FLUENT,
         inputs: &["lhs", "rhs"],
         params: &[
@@ -73,6 +222,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "flatten",
+        cpu: VIEW,
         aliases: Aliases { nd: &["Flatten"], np: &[], npx: &["batch_flatten"], fluent: true },
         inputs: &["data"],
         doc: "Collapses all axes but the first: shape (d0, d1*d2*...).",
@@ -83,6 +233,7 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "expand_dims",
+        cpu: VIEW,
         aliases: FLUENT,
         inputs: &["data"],
         params: &[param("axis", K::Int, None, "Position of the new axis.")],
@@ -94,6 +245,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "squeeze",
+        cpu: VIEW,
+        infer: Some(infer_squeeze),
         aliases: FLUENT,
         inputs: &["data"],
         params: &[param("axis", K::Ints, Some("None"), "Axes of size 1 to remove; None: all of them.")],
@@ -103,6 +256,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "broadcast_to",
+        cpu: KernelSlot::Call(cpu::broadcast_kernel),
+        infer: Some(infer_broadcast_to),
         aliases: FLUENT,
         inputs: &["data"],
         params: &[param("shape", K::Ints, Some("()"), "Target shape (0 keeps the input's size).")],
@@ -113,6 +268,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "broadcast_like",
+        cpu: KernelSlot::Call(cpu::broadcast_kernel),
+        infer: Some(infer_broadcast_like),
         aliases: FLUENT,
         inputs: &["lhs", "rhs"],
         params: &[
@@ -128,6 +285,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "broadcast_axis",
+        cpu: KernelSlot::Call(cpu::broadcast_kernel),
+        infer: Some(infer_broadcast_axis),
         aliases: Aliases { nd: &["broadcast_axes"], np: &[], npx: &[], fluent: false },
         inputs: &["data"],
         params: &[
@@ -144,6 +303,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "transpose",
+        cpu: KernelSlot::Call(cpu::transpose_kernel),
+        infer: Some(infer_transpose),
         aliases: FLUENT,
         inputs: &["data"],
         params: &[param("axes", K::Ints, Some("()"), "The permutation; (): reverse the axes.")],
@@ -154,6 +315,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "swapaxes",
+        cpu: KernelSlot::Call(cpu::transpose_kernel),
+        infer: Some(infer_swapaxes),
         aliases: Aliases { nd: &["SwapAxis"], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
         params: &[param("dim1", K::Int, Some("0"), "First axis."), param("dim2", K::Int, Some("0"), "Second axis.")],
@@ -164,6 +327,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "concat",
+        cpu: KernelSlot::Call(cpu::concat_kernel),
+        infer: Some(infer_concat),
         aliases: Aliases { nd: &["Concat"], np: &[], npx: &[], fluent: false },
         inputs: &["*data"],
         params: &[param("dim", K::Int, Some("1"), "The axis to join along.")],
@@ -174,6 +339,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "stack",
+        cpu: KernelSlot::Call(cpu::concat_kernel),
+        infer: Some(infer_stack),
         inputs: &["*data"],
         params: AXIS0,
         doc: "Joins arrays along a new axis.",
@@ -183,6 +350,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "split",
+        cpu: KernelSlot::Call(cpu::split_kernel),
+        infer: Some(infer_split),
         aliases: Aliases { nd: &["SliceChannel"], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
         outputs: &["*output"],
@@ -197,6 +366,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "slice_axis",
+        cpu: KernelSlot::Call(crate::ops::index::gather_kernel),
+        infer: Some(infer_slice_axis),
         aliases: FLUENT,
         inputs: &["data"],
         params: &[
@@ -211,6 +382,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "clip",
+        cpu: KernelSlot::Call(cpu::clip_kernel),
+        infer: Some(infer_same),
         aliases: FLUENT,
         inputs: &["data"],
         params: &[
@@ -227,27 +400,32 @@ pub static DEFS: &[OpDef] = &[
     },
 ];
 
+/// `split`: equal parts along `axis`; views when the axis is the first and
+/// nothing records, otherwise one call writing every part.
 fn forward_split(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
-    let (n, d) = (i.name(), i.x(0)?);
-    let k = i.i64("num_outputs")?;
-    let ax = crate::shape::norm_axis(n, i.i64("axis")?, d.ndim())?;
-    let len = d.dims()[ax] as i64;
-    if k <= 0 || len % k != 0 {
-        return Err(Error::value(
-            n,
-            format!("axis {ax} of size {len} cannot be split into {k} equal parts (shape {})", d.shape()),
-        ));
+    let d = i.x(0)?;
+    let (ax, k, step, sq) = split_plan(i, d.shape())?;
+    let dims = Shape::new(&split_dims(d.shape(), ax, step, sq));
+    if ax == 0 && !needs_record(&[d]) {
+        let part = step * d.dims()[1..].iter().product::<usize>();
+        return Ok((0..k).map(|j| d.view_as(dims.clone(), j * part)).collect());
     }
-    let step = len / k;
-    let sq = i.bool("squeeze_axis")?;
-    (0..k)
-        .map(|j| {
-            let p = slice_axis(d, ax as i64, j * step, Some((j + 1) * step))?;
-            if sq && step == 1 {
-                squeeze(&p, Some(&[ax as i64]))
-            } else {
-                Ok(p)
-            }
-        })
-        .collect()
+    let outs: Vec<NDArray> = (0..k).map(|_| NDArray::empty(dims.clone(), d.dtype(), d.ctx())).collect::<Result<_>>()?;
+    let refs: Vec<&NDArray> = outs.iter().collect();
+    if d.size() > 0 {
+        push_call(OpCall::new(i.def, &[d], &refs).with_ints(&[ax as i64]))?;
+    }
+    if needs_record(&[d]) {
+        let part = split_dims(d.shape(), ax, step, false);
+        record(
+            i.def.name,
+            &[d],
+            &refs,
+            Box::new(move |g| {
+                let parts: Vec<NDArray> = g.iter().map(|x| x.view_as(Shape::new(&part), 0)).collect();
+                Ok(vec![Some(concat(&parts, ax as i64)?)])
+            }),
+        );
+    }
+    Ok(outs)
 }

@@ -13,8 +13,13 @@ use num_traits::Float;
 /// The kernel slot of every unary operator: applies the definition's
 /// function to input 0, writing output 0 (same dtype).
 pub(crate) fn run(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
-    let op =
-        call.def.unary_op().ok_or_else(|| OpFailure::new(crate::engine::ErrorKind::Runtime, "not a unary operator"))?;
+    // A unary definition names its function; an operator naming one by a
+    // parameter (`Activation`) carries its code in `ints[0]`.
+    let op = call
+        .def
+        .unary_op()
+        .or_else(|| call.ints.first().and_then(|&c| super::DEFS.get(c as usize)).and_then(|d| d.unary_op()))
+        .ok_or_else(|| OpFailure::new(crate::engine::ErrorKind::Runtime, "not a unary operator"))?;
     let dt = k.in_dtype(0);
     if dt == DType::F32 && has_fast_f32(op) {
         fast_f32(op, k.input::<f32>(0), k.output::<f32>(0));

@@ -10,6 +10,7 @@ mod cpu;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use cpu::run as unary_kernel;
 pub use cpu::unary_scalar;
 
 use crate::autograd::{needs_record, record};
@@ -221,17 +222,25 @@ fn forward(inv: &Invocation<'_>) -> Result<Vec<NDArray>> {
 
 /// Applies a unary operator. Integer inputs of float-only operators are cast to float32 first.
 pub fn unary(op: UnaryOp, x: &NDArray) -> Result<NDArray> {
+    unary_as(op.def(), op, x)
+}
+
+/// [`unary`] as a call of `call_def`: the function's own definition, or an
+/// operator that names a unary function by a parameter (`Activation`), whose
+/// call carries the [`UnaryOp`] code in `ints[0]`. The gradient is the function's.
+pub(crate) fn unary_as(call_def: &'static OpDef, op: UnaryOp, x: &NDArray) -> Result<NDArray> {
     let def = op.def();
-    let dt = out_dtype(op, def.name, x.dtype())?;
+    let dt = out_dtype(op, call_def.name, x.dtype())?;
     let x = if dt != x.dtype() { ops::astype(x, dt)? } else { x.clone() };
     let out = NDArray::empty(x.shape().clone(), dt, x.ctx())?;
     if x.size() > 0 {
-        push_call(OpCall::new(def, &[&x], &[&out]))?;
+        let call = OpCall::new(call_def, &[&x], &[&out]);
+        push_call(if std::ptr::eq(call_def, def) { call } else { call.with_ints(&[op as i64]) })?;
     }
     if needs_record(&[&x]) {
         let (xc, oc) = (x.clone(), out.clone());
         record(
-            def.name,
+            call_def.name,
             &[&x],
             &[&out],
             Box::new(move |g| {
@@ -246,6 +255,11 @@ pub fn unary(op: UnaryOp, x: &NDArray) -> Result<NDArray> {
         );
     }
     Ok(out)
+}
+
+/// The result dtype of a unary function on `dt` (for operators naming one).
+pub(crate) fn unary_dtype(op: UnaryOp, name: &str, dt: DType) -> Result<DType> {
+    out_dtype(op, name, dt)
 }
 
 /// `g * f'(x)`, with `f'` the definition's derivative expression.

@@ -1,14 +1,21 @@
 //! Random sampling. Each op draws its own seed on the pushing thread from a
 //! per-context counter (so results are reproducible after `seed`) and then
 //! runs independently: unlike MXNet, random ops share no engine var and never
-//! serialise unrelated work.
+//! serialise unrelated work. Definitions, inference and frontends here;
+//! kernels over [`OpCall`]s in `cpu.rs`.
 
-use crate::dtype::{DType, Elem};
+mod cpu;
+#[cfg(test)]
+mod tests;
+
+use cpu::{multinomial_kernel, per_element_kernel, sample_kernel, shuffle_kernel};
+
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
+use crate::opdef::{push_call, Attrs, KernelSlot, Meta, OpCall};
 use crate::shape::Shape;
-use crate::storage::push_kernel;
-use crate::{with_dtype, Context};
+use crate::Context;
 use parking_lot::Mutex;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -35,6 +42,7 @@ pub fn seed(s: u64, ctx: Option<Context>) {
 
 static GLOBAL_SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0x5eed);
 
+/// The next seed of `ctx`'s generator (drawn at push time).
 pub(crate) fn next_seed(ctx: Context) -> u64 {
     let mut m = seeds().lock();
     let e =
@@ -235,27 +243,48 @@ pub fn sample(dist: Dist, shape: Shape, dtype: DType, ctx: Context) -> Result<ND
     let out = NDArray::empty(shape, dtype, ctx)?;
     let seed = next_seed(ctx);
     if out.size() > 0 {
-        push_kernel(name, vec![], vec![out.view()], move |k| {
-            let mut rng = Rng::new(seed);
-            with_dtype!(dtype, T, {
-                for v in k.output::<T>(0).iter_mut() {
-                    let x = match dist {
-                        Dist::Uniform(l, h) => l + (h - l) * rng.uniform(),
-                        Dist::Normal(m, s) => m + s * rng.normal(),
-                        Dist::RandInt(l, h) => (l + (rng.next_u64() % (h - l) as u64) as i64) as f64,
-                        Dist::Exponential(lam) => -(1.0 - rng.uniform()).ln() / lam,
-                        Dist::Gamma(a, b) => rng.gamma(a) * b,
-                        Dist::Poisson(l) => rng.poisson(l),
-                        Dist::NegBinomial(k, p) => rng.neg_binomial(k, p),
-                        Dist::GenNegBinomial(mu, alpha) => rng.gen_neg_binomial(mu, alpha),
-                    };
-                    *v = T::from_f64(x);
-                }
-            });
-            Ok(())
-        });
+        let (code, a, b) = dist.code();
+        let def = &DEFS[code as usize];
+        let call = OpCall::new(def, &[], &[&out]).with_nums(&[a, b]);
+        let ints = match dist {
+            Dist::RandInt(l, h) => vec![seed as i64, l, h],
+            _ => vec![seed as i64],
+        };
+        push_call(call.with_ints(&ints))?;
     }
     Ok(out)
+}
+
+impl Dist {
+    /// Its sampler's index in `DEFS` and its two parameters.
+    fn code(self) -> (i64, f64, f64) {
+        match self {
+            Dist::Uniform(l, h) => (0, l, h),
+            Dist::Normal(m, s) => (1, m, s),
+            Dist::RandInt(l, h) => (2, l as f64, h as f64),
+            Dist::Exponential(l) => (3, l, 0.0),
+            Dist::Gamma(a, b) => (4, a, b),
+            Dist::Poisson(l) => (5, l, 0.0),
+            Dist::NegBinomial(k, p) => (6, k, p),
+            Dist::GenNegBinomial(m, a) => (7, m, a),
+        }
+    }
+
+    /// The distribution a sampler's call describes.
+    pub(super) fn of_call(c: &OpCall) -> Dist {
+        let (a, b) = (c.nums[0], c.nums[1]);
+        let i = DEFS.iter().position(|d| std::ptr::eq(d, c.def)).unwrap_or(0);
+        match i {
+            0 => Dist::Uniform(a, b),
+            1 => Dist::Normal(a, b),
+            2 => Dist::RandInt(c.ints[1], c.ints[2]),
+            3 => Dist::Exponential(a),
+            4 => Dist::Gamma(a, b),
+            5 => Dist::Poisson(a),
+            6 => Dist::NegBinomial(a, b),
+            _ => Dist::GenNegBinomial(a, b),
+        }
+    }
 }
 
 /// U[low, high).
@@ -274,25 +303,8 @@ pub fn shuffle(x: &NDArray) -> Result<NDArray> {
     if x.size() == 0 {
         return Ok(out);
     }
-    let n = x.dims().first().copied().unwrap_or(1);
-    let inner = x.size() / n.max(1);
     let seed = next_seed(x.ctx());
-    let dt = x.dtype();
-    push_kernel("shuffle", vec![x.view()], vec![out.view()], move |k| {
-        let mut rng = Rng::new(seed);
-        let mut perm: Vec<usize> = (0..n).collect();
-        for i in (1..n).rev() {
-            let j = (rng.next_u64() % (i as u64 + 1)) as usize;
-            perm.swap(i, j);
-        }
-        with_dtype!(dt, T, {
-            let (s, o) = (k.input::<T>(0), k.output::<T>(0));
-            for (i, &p) in perm.iter().enumerate() {
-                o[i * inner..(i + 1) * inner].copy_from_slice(&s[p * inner..(p + 1) * inner]);
-            }
-        });
-        Ok(())
-    });
+    push_call(OpCall::new(&DEFS[8], &[x], &[&out]).with_ints(&[seed as i64]))?;
     Ok(out)
 }
 
@@ -308,38 +320,15 @@ pub fn multinomial(p: &NDArray, num: usize, dtype: DType) -> Result<NDArray> {
     if dtype == DType::Bool {
         return Err(Error::dtype("sample_multinomial", "dtype bool is not supported"));
     }
-    let rows = p.size() / k;
     let mut od = p.dims()[..p.ndim() - 1].to_vec();
     if num > 1 {
         od.push(num);
     }
     let out = NDArray::empty(Shape::new(&od), dtype, p.ctx())?;
     let seed = next_seed(p.ctx());
-    let pdt = p.dtype();
-    push_kernel("sample_multinomial", vec![p.view()], vec![out.view()], move |kk| {
-        let mut rng = Rng::new(seed);
-        let probs: Vec<f64> = with_dtype!(pdt, T, kk.input::<T>(0).iter().map(|v| v.to_f64()).collect());
-        with_dtype!(dtype, T, {
-            let o = kk.output::<T>(0);
-            for r in 0..rows {
-                let row = &probs[r * k..(r + 1) * k];
-                for s in 0..num {
-                    let u = rng.uniform() * row.iter().sum::<f64>();
-                    let mut acc = 0.0;
-                    let mut pick = k - 1;
-                    for (i, &pv) in row.iter().enumerate() {
-                        acc += pv;
-                        if u < acc {
-                            pick = i;
-                            break;
-                        }
-                    }
-                    o[r * num + s] = T::from_f64(pick as f64);
-                }
-            }
-        });
-        Ok(())
-    });
+    if out.size() > 0 {
+        push_call(OpCall::new(&DEFS[9], &[p], &[&out]).with_ints(&[seed as i64, num as i64]))?;
+    }
     Ok(out)
 }
 
@@ -372,65 +361,16 @@ pub fn sample_per_element(kind: &str, params: &[NDArray], extra: Shape, dtype: D
     let mut od = first.dims().to_vec();
     od.extend_from_slice(extra.dims());
     let out = NDArray::empty(Shape::new(&od), dtype, first.ctx())?;
-    let (rows, per) = (first.size(), extra.size());
     if out.size() == 0 {
         return Ok(out);
     }
     let seed = next_seed(first.ctx());
-    let kind = kind.to_string();
-    let views = params.iter().map(|p| p.view()).collect();
-    let np = params.len();
-    let label: &'static str = match kind.as_str() {
-        "gamma" => "sample_gamma",
-        "poisson" => "sample_poisson",
-        "negative_binomial" => "sample_negative_binomial",
-        _ => "sample_generalized_negative_binomial",
-    };
-    push_kernel(label, views, vec![out.view()], move |k| {
-        let read = |i: usize| -> Vec<f64> {
-            let dt = k.in_dtype(i);
-            with_dtype!(dt, T, k.input::<T>(i).iter().map(|v| v.to_f64()).collect())
-        };
-        let ps: Vec<Vec<f64>> = (0..np).map(read).collect();
-        let mut rng = Rng::new(seed);
-        let bad = |msg: String| ferromx_engine::OpFailure::new(ferromx_engine::ErrorKind::Value, msg);
-        with_dtype!(dtype, T, {
-            let o = k.output::<T>(0);
-            for r in 0..rows {
-                let (a, b) = (ps[0][r], if np > 1 { ps[1][r] } else { 0.0 });
-                for j in 0..per {
-                    let x = match kind.as_str() {
-                        "gamma" => {
-                            if !(a.is_finite() && b.is_finite() && a > 0.0 && b > 0.0) {
-                                return Err(bad(format!("alpha and beta must be positive, got {a} and {b} at {r}")));
-                            }
-                            rng.gamma(a) * b
-                        }
-                        "poisson" => {
-                            if !(a.is_finite() && a >= 0.0) {
-                                return Err(bad(format!("lam must be non-negative, got {a} at {r}")));
-                            }
-                            rng.poisson(a)
-                        }
-                        "negative_binomial" => {
-                            if !(a.is_finite() && a > 0.0 && b > 0.0 && b <= 1.0) {
-                                return Err(bad(format!("need k > 0 and 0 < p <= 1, got {a} and {b} at {r}")));
-                            }
-                            rng.neg_binomial(a, b)
-                        }
-                        _ => {
-                            if !(a.is_finite() && b.is_finite() && a >= 0.0 && b >= 0.0) {
-                                return Err(bad(format!("need mu >= 0 and alpha >= 0, got {a} and {b} at {r}")));
-                            }
-                            rng.gen_neg_binomial(a, b)
-                        }
-                    };
-                    o[r * per + j] = T::from_f64(x);
-                }
-            }
-        });
-        Ok(())
-    });
+    let code = ["gamma", "poisson", "negative_binomial", "generalized_negative_binomial"]
+        .iter()
+        .position(|k| *k == kind)
+        .unwrap_or(0) as i64;
+    let refs: Vec<&NDArray> = params.iter().collect();
+    push_call(OpCall::new(&DEFS[10], &refs, &[&out]).with_ints(&[seed as i64, code]))?;
     Ok(out)
 }
 
@@ -468,6 +408,8 @@ macro_rules! samplers {
                 params: &[$($p,)* TAIL[0], TAIL[1], TAIL[2]],
                 doc: $doc,
                 forward: forward_sample,
+                cpu: KernelSlot::Call(sample_kernel),
+                infer: Some(infer_sample),
                 grad: RANDOM,
                 ..OpDef::BASE
             }, )*
@@ -476,6 +418,8 @@ macro_rules! samplers {
                 inputs: &["data"],
                 doc: "A copy with the first axis randomly permuted.",
                 forward: |i| one(shuffle(i.x(0)?)),
+                cpu: KernelSlot::Call(shuffle_kernel),
+                infer: Some(infer_shuffle),
                 grad: RANDOM,
                 ..OpDef::BASE
             },
@@ -488,6 +432,8 @@ macro_rules! samplers {
                 ],
                 doc: "Samples from the categorical distributions in the last axis of `data`.",
                 forward: forward_multinomial,
+                cpu: KernelSlot::Call(multinomial_kernel),
+                infer: Some(infer_multinomial),
                 grad: RANDOM,
                 ..OpDef::BASE
             },
@@ -504,11 +450,41 @@ macro_rules! samplers {
                     let dt = i.dtype("dtype", DType::F32)?;
                     one(sample_per_element(&i.str("kind")?, &i.all(), i.shape("shape")?, dt))
                 },
+                cpu: KernelSlot::Call(per_element_kernel),
+                infer: Some(infer_per_element),
                 grad: RANDOM,
                 ..OpDef::BASE
             },
         ];
     };
+}
+
+fn infer_sample(def: &'static OpDef, a: &Attrs, _ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let default_dt = if def.name == "_random_randint" { DType::I32 } else { DType::F32 };
+    Ok(vec![Meta { shape: i.shape("shape")?, dtype: i.dtype("dtype", default_dt)?, ctx: i.ctx("ctx")? }])
+}
+
+fn infer_shuffle(_d: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    Ok(vec![ins[0].clone()])
+}
+
+fn infer_multinomial(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let p = &ins[0].shape;
+    if p.ndim() == 0 {
+        return Err(Error::shape(def.name, &[p], "probabilities need at least one axis"));
+    }
+    let mut od = p.dims()[..p.ndim() - 1].to_vec();
+    od.extend(i.ints("shape")?.unwrap_or_default().iter().map(|&d| d.max(0) as usize));
+    Ok(vec![Meta { shape: Shape::new(&od), dtype: i.dtype("dtype", DType::I32)?, ctx: ins[0].ctx }])
+}
+
+fn infer_per_element(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let mut od = ins[0].shape.dims().to_vec();
+    od.extend_from_slice(i.shape("shape")?.dims());
+    Ok(vec![Meta { shape: Shape::new(&od), dtype: i.dtype("dtype", DType::F32)?, ctx: ins[0].ctx }])
 }
 
 fn forward_multinomial(i: &Invocation<'_>) -> Result<Vec<NDArray>> {

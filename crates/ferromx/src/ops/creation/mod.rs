@@ -1,11 +1,17 @@
-//! Creation operators: zeros, ones, full, arange, linspace, eye and the `_like` forms.
+//! Creation operators: zeros, ones, full, arange, linspace, eye and the `_like`
+//! forms. Definitions, inference and frontends here; kernels in `cpu.rs`.
 
-use crate::dtype::{DType, Elem};
+mod cpu;
+#[cfg(test)]
+mod tests;
+
+use cpu::{arange_kernel, eye_kernel, fill_kernel, linspace_kernel};
+
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::shape::Shape;
-use crate::storage::push_kernel;
-use crate::{with_dtype, with_float_dtype, Context};
+use crate::Context;
 
 /// Zeros.
 pub fn zeros(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<NDArray> {
@@ -41,18 +47,8 @@ fn fill_new(def: &'static OpDef, shape: Shape, value: f64, dtype: DType, ctx: Co
     Ok(out)
 }
 
-/// The kernel of the fill operators: output 0 everywhere `nums[0]` (the fill value).
-fn fill_kernel(c: &OpCall, k: &crate::storage::Kernel) -> std::result::Result<(), crate::engine::OpFailure> {
-    let value = c.nums.first().copied().unwrap_or(0.0);
-    with_dtype!(k.out_dtype(0), T, {
-        let v = T::from_f64(value);
-        crate::ops::par::chunked(k.output::<T>(0), 1 << 18, |_, c| c.fill(v));
-    });
-    Ok(())
-}
-
-/// `arange(start, stop, step)` with each value repeated `repeat` times (MXNet semantics).
-pub fn arange(start: f64, stop: Option<f64>, step: f64, repeat: usize, dtype: DType, ctx: Context) -> Result<NDArray> {
+/// `arange`'s resolved `(start, step, count)`, checked.
+fn arange_plan(start: f64, stop: Option<f64>, step: f64, repeat: usize) -> Result<(f64, f64, usize)> {
     let (start, stop) = match stop {
         Some(s) => (start, s),
         None => (0.0, start),
@@ -70,28 +66,15 @@ pub fn arange(start: f64, stop: Option<f64>, step: f64, repeat: usize, dtype: DT
         return Err(Error::value("arange", "repeat must be positive"));
     }
     let n = ((stop - start) / step).ceil().max(0.0) as usize;
-    let out = NDArray::empty(Shape::new(&[n.saturating_mul(repeat)]), dtype, ctx)?;
-    if n > 0 {
-        push_kernel("_arange", vec![], vec![out.view()], move |k| {
-            // Float results are computed in the output dtype (`start + i*step`),
-            // as MXNet does, so float32 `arange(0, 1, 0.1)` ends in 0.90000004.
-            with_float_dtype!(
-                dtype,
-                T,
-                {
-                    let (s0, st) = (T::from_f64(start), T::from_f64(step));
-                    for (i, o) in k.output::<T>(0).iter_mut().enumerate() {
-                        *o = s0 + T::from_f64((i / repeat) as f64) * st;
-                    }
-                },
-                with_dtype!(dtype, T, {
-                    for (i, o) in k.output::<T>(0).iter_mut().enumerate() {
-                        *o = T::from_f64(start + (i / repeat) as f64 * step);
-                    }
-                })
-            );
-            Ok(())
-        });
+    Ok((start, step, n.saturating_mul(repeat)))
+}
+
+/// `arange(start, stop, step)` with each value repeated `repeat` times (MXNet semantics).
+pub fn arange(start: f64, stop: Option<f64>, step: f64, repeat: usize, dtype: DType, ctx: Context) -> Result<NDArray> {
+    let (start, step, len) = arange_plan(start, stop, step, repeat)?;
+    let out = NDArray::empty(Shape::new(&[len]), dtype, ctx)?;
+    if len > 0 {
+        push_call(OpCall::new(&DEFS[3], &[], &[&out]).with_nums(&[start, step]).with_ints(&[repeat as i64]))?;
     }
     Ok(out)
 }
@@ -102,18 +85,8 @@ pub fn linspace(start: f64, stop: f64, num: usize, endpoint: bool, dtype: DType,
     if num > 0 {
         let div = if endpoint { (num as f64 - 1.0).max(1.0) } else { num as f64 };
         let step = (stop - start) / div;
-        push_kernel("_linspace", vec![], vec![out.view()], move |k| {
-            with_dtype!(dtype, T, {
-                let o = k.output::<T>(0);
-                for (i, v) in o.iter_mut().enumerate() {
-                    *v = T::from_f64(start + i as f64 * step);
-                }
-                if endpoint && num > 1 {
-                    o[num - 1] = T::from_f64(stop);
-                }
-            });
-            Ok(())
-        });
+        let call = OpCall::new(&DEFS[4], &[], &[&out]).with_nums(&[start, stop, step]);
+        push_call(call.with_ints(&[endpoint as i64]))?;
     }
     Ok(out)
 }
@@ -123,21 +96,29 @@ pub fn eye(n: usize, m: Option<usize>, k: i64, dtype: DType, ctx: Context) -> Re
     let m = m.unwrap_or(n);
     let out = NDArray::empty(Shape::new(&[n, m]), dtype, ctx)?;
     if n * m > 0 {
-        push_kernel("_eye", vec![], vec![out.view()], move |kk| {
-            with_dtype!(dtype, T, {
-                let o = kk.output::<T>(0);
-                o.fill(T::from_f64(0.0));
-                for i in 0..n {
-                    let j = i as i64 + k;
-                    if j >= 0 && (j as usize) < m {
-                        o[i * m + j as usize] = T::from_f64(1.0);
-                    }
-                }
-            });
-            Ok(())
-        });
+        push_call(OpCall::new(&DEFS[5], &[], &[&out]).with_ints(&[k]))?;
     }
     Ok(out)
+}
+
+fn infer_arange(def: &'static OpDef, a: &crate::opdef::Attrs, _ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let repeat = i.i64("repeat")?.max(0) as usize;
+    let (_, _, len) = arange_plan(i.f64("start")?, i.opt_f64("stop")?, i.f64("step")?, repeat)?;
+    Ok(vec![Meta { shape: Shape::new(&[len]), dtype: i.dtype("dtype", DType::F32)?, ctx: i.ctx("ctx")? }])
+}
+
+fn infer_linspace(def: &'static OpDef, a: &crate::opdef::Attrs, _ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let num = i.i64("num")?.max(0) as usize;
+    Ok(vec![Meta { shape: Shape::new(&[num]), dtype: i.dtype("dtype", DType::F32)?, ctx: i.ctx("ctx")? }])
+}
+
+fn infer_eye(def: &'static OpDef, a: &crate::opdef::Attrs, _ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let n = i.i64("N")?.max(0) as usize;
+    let m = i.opt_i64("M")?.filter(|&m| m > 0).map(|m| m as usize).unwrap_or(n);
+    Ok(vec![Meta { shape: Shape::new(&[n, m]), dtype: i.dtype("dtype", DType::F32)?, ctx: i.ctx("ctx")? }])
 }
 
 use crate::opdef::{
@@ -201,6 +182,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "_arange",
+        cpu: KernelSlot::Call(arange_kernel),
+        infer: Some(infer_arange),
         params: &[
             param("start", K::Float, Some("0.0"), "Start of the interval."),
             param("stop", K::Float, Some("None"), "End of the interval (exclusive); None: [0, start)."),
@@ -225,6 +208,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "_linspace",
+        cpu: KernelSlot::Call(linspace_kernel),
+        infer: Some(infer_linspace),
         params: &[
             param("start", K::Float, Some("0.0"), "First value."),
             param("stop", K::Float, Some("1.0"), "Last value (included when `endpoint`)."),
@@ -249,6 +234,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "_eye",
+        cpu: KernelSlot::Call(eye_kernel),
+        infer: Some(infer_eye),
         params: &[
             param("N", K::Int, Some("0"), "Number of rows."),
             param("M", K::Int, Some("0"), "Number of columns (0: N)."),

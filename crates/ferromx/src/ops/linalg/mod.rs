@@ -1,91 +1,36 @@
 //! Matrix products: `dot` (MXNet's N-d rules), `batch_dot`, `linalg.gemm2`.
+//! Definitions, inference, frontends and gradients here; the kernel in `cpu.rs`.
+
+mod cpu;
+#[cfg(test)]
+mod tests;
 
 use crate::autograd::{needs_record, record};
-use crate::dtype::{DType, Elem};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
+use crate::opdef::{push_call, Attrs, KernelSlot, Meta, OpCall};
 use crate::ops::{self, check_ctx, BinOp};
 use crate::shape::Shape;
-use crate::storage::{matmul, push_kernel};
-use crate::with_dtype;
 
-/// Pushes `out = op(a)·op(b)` for 2-d views (`a` is m×k after op, `b` k×n).
+/// Pushes `out = alpha · op(a)·op(b)` for (batches of) 2-d views as a call of `def`.
 #[allow(clippy::too_many_arguments)]
 fn push_mm(
-    name: &'static str,
+    def: &'static OpDef,
     a: &NDArray,
     ta: bool,
     b: &NDArray,
     tb: bool,
-    m: usize,
-    n: usize,
-    k: usize,
-    batch: usize,
+    mnkb: [usize; 4],
+    alpha: f64,
     out: &NDArray,
-) {
-    let dt = out.dtype();
+) -> Result<()> {
     if out.size() == 0 {
-        return;
+        return Ok(());
     }
-    push_kernel(name, vec![a.view(), b.view()], vec![out.view()], move |kk| {
-        macro_rules! native {
-            ($t:ty) => {{
-                let (x, y, o) = (kk.input::<$t>(0), kk.input::<$t>(1), kk.output::<$t>(0));
-                for bi in 0..batch {
-                    matmul::<$t>(
-                        m,
-                        n,
-                        k,
-                        &mut o[bi * m * n..(bi + 1) * m * n],
-                        &x[bi * m * k..(bi + 1) * m * k],
-                        ta,
-                        &y[bi * k * n..(bi + 1) * k * n],
-                        tb,
-                        false,
-                    );
-                }
-            }};
-        }
-        match dt {
-            DType::F32 => native!(f32),
-            DType::F64 => native!(f64),
-            DType::F16 => native!(half::f16),
-            _ => with_dtype!(dt, T, {
-                let (x, y, o) = (kk.input::<T>(0), kk.input::<T>(1), kk.output::<T>(0));
-                for bi in 0..batch {
-                    naive_mm(
-                        m,
-                        n,
-                        k,
-                        &mut o[bi * m * n..(bi + 1) * m * n],
-                        &x[bi * m * k..(bi + 1) * m * k],
-                        ta,
-                        &y[bi * k * n..(bi + 1) * k * n],
-                        tb,
-                    );
-                }
-            }),
-        }
-        Ok(())
-    });
-}
-
-#[allow(clippy::too_many_arguments)]
-fn naive_mm<T: Elem>(m: usize, n: usize, k: usize, dst: &mut [T], a: &[T], ta: bool, b: &[T], tb: bool) {
-    let mut acc = vec![0f64; n];
-    for i in 0..m {
-        acc.iter_mut().for_each(|v| *v = 0.0);
-        for p in 0..k {
-            let av = if ta { a[p * m + i] } else { a[i * k + p] }.to_f64();
-            for (j, accv) in acc.iter_mut().enumerate() {
-                let bv = if tb { b[j * k + p] } else { b[p * n + j] }.to_f64();
-                *accv += av * bv;
-            }
-        }
-        for j in 0..n {
-            dst[i * n + j] = T::from_f64(acc[j]);
-        }
-    }
+    let [m, n, k, batch] = mnkb;
+    let ints = [m as i64, n as i64, k as i64, batch as i64, ta as i64, tb as i64];
+    let call = OpCall::new(def, &[a, b], &[out]).with_ints(&ints);
+    push_call(if alpha != 1.0 { call.with_nums(&[alpha]) } else { call })
 }
 
 /// MXNet `dot`: N-d arrays are flattened to matrices around the contracted axis:
@@ -98,34 +43,13 @@ pub fn dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Re
         return Err(Error::dtype(name, format!("dtypes differ: {} and {}", a.dtype(), b.dtype())));
     }
     if a.ndim() == 0 || b.ndim() == 0 {
+        // A 0-d operand: a broadcast multiply (the binary family's call).
         let (s, t) = if a.ndim() == 0 { (a, b) } else { (b, a) };
         return ops::mul(&ops::broadcast_to(s, t.shape().clone())?, t);
     }
-    let ad = a.dims();
-    let bd = b.dims();
-    let (m, ka, afree): (usize, usize, &[usize]) = if transpose_a {
-        (ad[1..].iter().product(), ad[0], &ad[1..])
-    } else {
-        (ad[..ad.len() - 1].iter().product(), ad[ad.len() - 1], &ad[..ad.len() - 1])
-    };
-    let (kb, n, bfree): (usize, usize, &[usize]) = if transpose_b {
-        (bd[bd.len() - 1], bd[..bd.len() - 1].iter().product(), &bd[..bd.len() - 1])
-    } else {
-        (bd[0], bd[1..].iter().product(), &bd[1..])
-    };
-    if ka != kb {
-        return Err(Error::shape(
-            name,
-            &[a.shape(), b.shape()],
-            format!(
-                "contracted dimensions differ ({ka} vs {kb}; transpose_a={transpose_a}, transpose_b={transpose_b})"
-            ),
-        ));
-    }
-    let mut od: Vec<usize> = afree.to_vec();
-    od.extend_from_slice(bfree);
+    let (od, m, n, ka) = dot_plan(a.shape(), b.shape(), transpose_a, transpose_b)?;
     let out = NDArray::empty(Shape::new(&od), a.dtype(), a.ctx())?;
-    push_mm(name, a, transpose_a, b, transpose_b, m, n, ka, 1, &out);
+    push_mm(&DEFS[0], a, transpose_a, b, transpose_b, [m, n, ka, 1], 1.0, &out)?;
     if needs_record(&[a, b]) {
         let (ac, bc) = (a.clone(), b.clone());
         record(
@@ -150,6 +74,33 @@ pub fn dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Re
     Ok(out)
 }
 
+/// `dot`'s output dims and `(m, n, k)` for N-d operands.
+fn dot_plan(a: &Shape, b: &Shape, transpose_a: bool, transpose_b: bool) -> Result<(Vec<usize>, usize, usize, usize)> {
+    let (ad, bd) = (a.dims(), b.dims());
+    let (m, ka, afree): (usize, usize, &[usize]) = if transpose_a {
+        (ad[1..].iter().product(), ad[0], &ad[1..])
+    } else {
+        (ad[..ad.len() - 1].iter().product(), ad[ad.len() - 1], &ad[..ad.len() - 1])
+    };
+    let (kb, n, bfree): (usize, usize, &[usize]) = if transpose_b {
+        (bd[bd.len() - 1], bd[..bd.len() - 1].iter().product(), &bd[..bd.len() - 1])
+    } else {
+        (bd[0], bd[1..].iter().product(), &bd[1..])
+    };
+    if ka != kb {
+        return Err(Error::shape(
+            "dot",
+            &[a, b],
+            format!(
+                "contracted dimensions differ ({ka} vs {kb}; transpose_a={transpose_a}, transpose_b={transpose_b})"
+            ),
+        ));
+    }
+    let mut od: Vec<usize> = afree.to_vec();
+    od.extend_from_slice(bfree);
+    Ok((od, m, n, ka))
+}
+
 /// Batched matrix product of 3-d arrays (B, M, K) · (B, K, N).
 pub fn batch_dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Result<NDArray> {
     let name = "batch_dot";
@@ -171,18 +122,37 @@ pub fn batch_dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool)
     if a.ndim() != 3 || b.ndim() != 3 {
         return Err(Error::shape(name, &[a.shape(), b.shape()], "inputs must be 3-d or more, with the same rank"));
     }
-    if a.dtype() != b.dtype() {
-        return Err(Error::dtype(name, format!("dtypes differ: {} and {}", a.dtype(), b.dtype())));
-    }
+    batch_mm(&DEFS[1], a, b, transpose_a, transpose_b, 1.0)
+}
+
+/// `(m, n, k)` of a batched product of 3-d shapes, checked.
+fn batch_plan(name: &str, a: &Shape, b: &Shape, transpose_a: bool, transpose_b: bool) -> Result<[usize; 4]> {
     let (ad, bd) = (a.dims(), b.dims());
     let (m, ka) = if transpose_a { (ad[2], ad[1]) } else { (ad[1], ad[2]) };
     let (kb, n) = if transpose_b { (bd[2], bd[1]) } else { (bd[1], bd[2]) };
     if ad[0] != bd[0] || ka != kb {
-        return Err(Error::shape(name, &[a.shape(), b.shape()], "batch sizes or contracted dimensions differ"));
+        return Err(Error::shape(name, &[a, b], "batch sizes or contracted dimensions differ"));
     }
-    let batch = ad[0];
+    Ok([m, n, ka, ad[0]])
+}
+
+/// `alpha · op(a)·op(b)` of 3-d arrays as a call of `def` (`batch_dot` or `linalg_gemm2`).
+fn batch_mm(
+    def: &'static OpDef,
+    a: &NDArray,
+    b: &NDArray,
+    transpose_a: bool,
+    transpose_b: bool,
+    alpha: f64,
+) -> Result<NDArray> {
+    let name = def.name;
+    check_ctx(name, a, b)?;
+    if a.dtype() != b.dtype() {
+        return Err(Error::dtype(name, format!("dtypes differ: {} and {}", a.dtype(), b.dtype())));
+    }
+    let [m, n, k, batch] = batch_plan(name, a.shape(), b.shape(), transpose_a, transpose_b)?;
     let out = NDArray::empty(Shape::new(&[batch, m, n]), a.dtype(), a.ctx())?;
-    push_mm(name, a, transpose_a, b, transpose_b, m, n, ka, batch, &out);
+    push_mm(def, a, transpose_a, b, transpose_b, [m, n, k, batch], alpha, &out)?;
     if needs_record(&[a, b]) {
         let (ac, bc) = (a.clone(), b.clone());
         record(
@@ -201,6 +171,12 @@ pub fn batch_dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool)
                 } else {
                     batch_dot(&ac, g, !transpose_a, false)?
                 };
+                if alpha != 1.0 {
+                    return Ok(vec![
+                        Some(ops::scalar(BinOp::Mul, &ga, alpha)?),
+                        Some(ops::scalar(BinOp::Mul, &gb, alpha)?),
+                    ]);
+                }
                 Ok(vec![Some(ga), Some(gb)])
             }),
         );
@@ -254,18 +230,74 @@ pub fn gemm2(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool, alp
     let b3 = b.view_as(Shape::new(&[batch, b.dims()[nd - 2], b.dims()[nd - 1]]), 0);
     let a3 = if a.has_entry() { ops::reshape_to(a, a3.shape().clone())? } else { a3 };
     let b3 = if b.has_entry() { ops::reshape_to(b, b3.shape().clone())? } else { b3 };
-    let r = batch_dot(&a3, &b3, transpose_a, transpose_b)?;
+    let r = batch_mm(&DEFS[2], &a3, &b3, transpose_a, transpose_b, alpha)?;
     let mut od = a.dims()[..nd - 2].to_vec();
     od.extend_from_slice(&r.dims()[1..]);
-    let r = ops::reshape_to(&r, Shape::new(&od))?;
-    if alpha == 1.0 {
-        Ok(r)
-    } else {
-        ops::scalar(BinOp::Mul, &r, alpha)
+    ops::reshape_to(&r, Shape::new(&od))
+}
+
+/// The dims `gemm2` gives (the rows on `axis`, columns last).
+fn gemm2_dims(a: &Shape, b: &Shape, transpose_a: bool, transpose_b: bool, axis: i64) -> Result<Vec<usize>> {
+    let name = "linalg_gemm2";
+    if a.ndim() < 2 || a.ndim() != b.ndim() {
+        return Err(Error::shape(name, &[a, b], "inputs must have the same rank ≥ 2"));
     }
+    let nd = a.ndim();
+    let ax = a.axis(name, axis)?;
+    if ax == nd - 1 {
+        return Err(Error::value(name, format!("axis {axis} is the column axis; rows must be on another axis")));
+    }
+    let swap = |s: &Shape| {
+        let mut d = s.dims().to_vec();
+        d.swap(ax, nd - 2);
+        d
+    };
+    let (ad, bd) = (swap(a), swap(b));
+    let (m, ka) = if transpose_a { (ad[nd - 1], ad[nd - 2]) } else { (ad[nd - 2], ad[nd - 1]) };
+    let (kb, n) = if transpose_b { (bd[nd - 1], bd[nd - 2]) } else { (bd[nd - 2], bd[nd - 1]) };
+    if ad[..nd - 2] != bd[..nd - 2] || ka != kb {
+        return Err(Error::shape(name, &[a, b], "batch dimensions or contracted dimensions differ"));
+    }
+    let mut od = ad[..nd - 2].to_vec();
+    od.extend([m, n]);
+    od.swap(ax, nd - 2);
+    Ok(od)
+}
+
+fn infer_dot(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let (x, y) = (&ins[0], &ins[1]);
+    if x.dtype != y.dtype {
+        return Err(Error::dtype(def.name, format!("dtypes differ: {} and {}", x.dtype, y.dtype)));
+    }
+    let (ta, tb) = (i.bool("transpose_a")?, i.bool("transpose_b")?);
+    let d = match (x.shape.ndim(), y.shape.ndim(), def.name) {
+        (0, _, "dot") => y.shape.dims().to_vec(),
+        (_, 0, "dot") => x.shape.dims().to_vec(),
+        (_, _, "dot") => dot_plan(&x.shape, &y.shape, ta, tb)?.0,
+        (3.., _, "batch_dot") if x.shape.ndim() == y.shape.ndim() => {
+            let nd = x.shape.ndim();
+            let lead = &x.shape.dims()[..nd - 2];
+            if lead != &y.shape.dims()[..nd - 2] {
+                return Err(Error::shape(def.name, &[&x.shape, &y.shape], "batch dimensions differ"));
+            }
+            let s3 = |s: &Shape| Shape::new(&[lead.iter().product(), s.dims()[nd - 2], s.dims()[nd - 1]]);
+            let [m, n, _, _] = batch_plan(def.name, &s3(&x.shape), &s3(&y.shape), ta, tb)?;
+            let mut d = lead.to_vec();
+            d.extend([m, n]);
+            d
+        }
+        (_, _, "batch_dot") => {
+            return Err(Error::shape(def.name, &[&x.shape, &y.shape], "inputs must be 3-d or more, with the same rank"))
+        }
+        _ => gemm2_dims(&x.shape, &y.shape, ta, tb, i.i64("axis")?)?,
+    };
+    Ok(vec![Meta { shape: Shape::new(&d), ..x.clone() }])
 }
 
 use crate::opdef::{one, param, Aliases, Example, Invocation, OpDef, ParamDef, ParamKind as K};
+
+const MM: KernelSlot = KernelSlot::Call(cpu::mm_kernel);
 
 const TRANSPOSES: &[ParamDef] = &[
     param("transpose_a", K::Bool, Some("False"), "Use the transpose of the first operand."),
@@ -276,6 +308,8 @@ const TRANSPOSES: &[ParamDef] = &[
 pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "dot",
+        cpu: MM,
+        infer: Some(infer_dot),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["lhs", "rhs"],
         params: TRANSPOSES,
@@ -286,6 +320,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "batch_dot",
+        cpu: MM,
+        infer: Some(infer_dot),
         inputs: &["lhs", "rhs"],
         params: TRANSPOSES,
         doc: "Batched matrix product over the leading axes.",
@@ -295,6 +331,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "linalg_gemm2",
+        cpu: MM,
+        infer: Some(infer_dot),
         aliases: Aliases { nd: &["_linalg_gemm2"], np: &[], npx: &[], fluent: false },
         inputs: &["A", "B"],
         params: &[

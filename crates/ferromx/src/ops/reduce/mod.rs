@@ -1,18 +1,20 @@
 //! Reductions over axes (sum, mean, prod, max, min, nansum, nanprod), argmax/argmin, norm.
 //!
 //! Every reduction is brought to an `(outer, reduced, inner)` layout. A set
-//! of axes that is not one contiguous block is reduced one block at a time.
+//! of axes that is not one contiguous block is reduced one block at a time
+//! (one [`OpCall`] per block). Definitions, inference and gradients here;
+//! kernels in `cpu.rs`.
 
-use super::binary::arith::Arith;
+mod cpu;
+#[cfg(test)]
+mod tests;
+
 use crate::autograd::{needs_record, record};
-use crate::dtype::{DType, Elem};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::ops::{self, BinOp, UnaryOp};
 use crate::shape::{norm_axis, Shape};
-use crate::storage::push_kernel;
-use crate::with_dtype;
-use rayon::prelude::*;
 
 /// A reduction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,142 +81,6 @@ fn out_shape(shape: &Shape, axes: &[usize], keepdims: bool) -> Shape {
     Shape::new(&d)
 }
 
-/// Reduces one contiguous slice.
-fn reduce_slice<T: Arith>(op: ReduceOp, x: &[T]) -> f64 {
-    match op {
-        ReduceOp::Sum | ReduceOp::Mean => T::sum_slice(x),
-        ReduceOp::NanSum => x.iter().map(|v| v.to_f64()).filter(|v| !v.is_nan()).sum(),
-        ReduceOp::Prod => x.iter().map(|v| v.to_f64()).product(),
-        ReduceOp::NanProd => x.iter().map(|v| v.to_f64()).filter(|v| !v.is_nan()).product(),
-        ReduceOp::Max => x.iter().fold(f64::NEG_INFINITY, |a, v| {
-            let v = v.to_f64();
-            if !a.is_nan() && (v > a || v.is_nan()) {
-                v
-            } else {
-                a
-            }
-        }),
-        ReduceOp::Min => x.iter().fold(f64::INFINITY, |a, v| {
-            let v = v.to_f64();
-            if !a.is_nan() && (v < a || v.is_nan()) {
-                v
-            } else {
-                a
-            }
-        }),
-    }
-}
-
-fn combine(op: ReduceOp, a: f64, v: f64) -> f64 {
-    match op {
-        ReduceOp::Sum | ReduceOp::Mean => a + v,
-        ReduceOp::NanSum => {
-            if v.is_nan() {
-                a
-            } else {
-                a + v
-            }
-        }
-        ReduceOp::Prod => a * v,
-        ReduceOp::NanProd => {
-            if v.is_nan() {
-                a
-            } else {
-                a * v
-            }
-        }
-        ReduceOp::Max => {
-            if !a.is_nan() && (v > a || v.is_nan()) {
-                v
-            } else {
-                a
-            }
-        }
-        ReduceOp::Min => {
-            if !a.is_nan() && (v < a || v.is_nan()) {
-                v
-            } else {
-                a
-            }
-        }
-    }
-}
-
-fn identity(op: ReduceOp) -> f64 {
-    match op {
-        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::NanSum => 0.0,
-        ReduceOp::Prod | ReduceOp::NanProd => 1.0,
-        ReduceOp::Max => f64::NEG_INFINITY,
-        ReduceOp::Min => f64::INFINITY,
-    }
-}
-
-fn reduce_kernel<T: Arith>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r: usize, inner: usize) {
-    let scale = if op == ReduceOp::Mean { 1.0 / r as f64 } else { 1.0 };
-    let fin = |v: f64| T::from_f64(v * scale);
-    if inner == 1 {
-        if outer == 1 && r >= 1 << 18 {
-            // One reduction split into chunks that this worker and rayon helpers
-            // share (`fanout`: no waiting for a parked pool thread); partial
-            // results combine in chunk order, so the result is deterministic.
-            let threads = rayon::current_num_threads().max(1);
-            let chunk = r.div_ceil(threads * 2).max(1);
-            let parts: Vec<parking_lot::Mutex<f64>> =
-                (0..r.div_ceil(chunk)).map(|_| parking_lot::Mutex::new(identity(op))).collect();
-            crate::storage::fanout(parts.len(), threads - 1, &|i| {
-                let c = &x[i * chunk..((i + 1) * chunk).min(r)];
-                *parts[i].lock() = reduce_slice(op, c);
-            });
-            let v = parts.into_iter().fold(identity(op), |a, p| combine(op, a, p.into_inner()));
-            out[0] = fin(v);
-        } else if outer * r >= 1 << 17 {
-            out.par_iter_mut().enumerate().for_each(|(o, ov)| *ov = fin(reduce_slice(op, &x[o * r..(o + 1) * r])));
-        } else {
-            for (o, ov) in out.iter_mut().enumerate() {
-                *ov = fin(reduce_slice(op, &x[o * r..(o + 1) * r]));
-            }
-        }
-        return;
-    }
-    let row = |o: usize, orow: &mut [T]| {
-        let mut acc = vec![identity(op); inner];
-        for k in 0..r {
-            let base = (o * r + k) * inner;
-            for (a, v) in acc.iter_mut().zip(&x[base..base + inner]) {
-                *a = combine(op, *a, v.to_f64());
-            }
-        }
-        for (ov, a) in orow.iter_mut().zip(acc) {
-            *ov = fin(a);
-        }
-    };
-    if outer > 1 && outer * r * inner >= 1 << 17 {
-        out.par_chunks_mut(inner).enumerate().for_each(|(o, c)| row(o, c));
-    } else {
-        for (o, c) in out.chunks_mut(inner).enumerate() {
-            row(o, c);
-        }
-    }
-}
-
-/// Integer reductions accumulate in i64 (sum and prod wrap, like the
-/// elementwise ops), so 64-bit values stay exact.
-fn reduce_kernel_int<T: Elem>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r: usize, inner: usize) {
-    for o in 0..outer {
-        for j in 0..inner {
-            let it = (0..r).map(|k| x[(o * r + k) * inner + j].to_i64());
-            let v: i64 = match op {
-                ReduceOp::Sum | ReduceOp::NanSum | ReduceOp::Mean => it.fold(0i64, |a, v| a.wrapping_add(v)),
-                ReduceOp::Prod | ReduceOp::NanProd => it.fold(1i64, |a, v| a.wrapping_mul(v)),
-                ReduceOp::Max => it.max().unwrap_or(i64::MIN),
-                ReduceOp::Min => it.min().unwrap_or(i64::MAX),
-            };
-            out[o * inner + j] =
-                if op == ReduceOp::Mean && r > 0 { T::from_f64(v as f64 / r as f64) } else { T::from_i64(v) };
-        }
-    }
-}
-
 /// Reduces over one contiguous block of axes `[a, b)`, keeping dims.
 fn reduce_block(op: ReduceOp, x: &NDArray, a: usize, b: usize, count_scale: bool) -> Result<NDArray> {
     let dims = x.dims();
@@ -235,14 +101,8 @@ fn reduce_block(op: ReduceOp, x: &NDArray, a: usize, b: usize, count_scale: bool
         op
     };
     if out.size() > 0 {
-        push_kernel(op.name(), vec![x.view()], vec![out.view()], move |k| {
-            if dt.is_int() {
-                with_dtype!(dt, T, reduce_kernel_int::<T>(opk, k.input::<T>(0), k.output::<T>(0), outer, r, inner));
-            } else {
-                with_dtype!(dt, T, reduce_kernel::<T>(opk, k.input::<T>(0), k.output::<T>(0), outer, r, inner));
-            }
-            Ok(())
-        });
+        let ints = [opk.code(), outer as i64, r as i64, inner as i64];
+        push_call(OpCall::new(op.def(), &[x], &[&out]).with_ints(&ints))?;
     }
     Ok(out)
 }
@@ -356,53 +216,72 @@ pub fn argmax(x: &NDArray, axis: Option<i64>, keepdims: bool, is_min: bool, out_
         Some(_) => out_shape(src.shape(), &[ax], keepdims),
     };
     let out = NDArray::empty(oshape, out_dtype, x.ctx())?;
-    let dt = src.dtype();
-    push_kernel(name, vec![src.view()], vec![out.view()], move |k| {
-        with_dtype!(dt, T, {
-            let xs = k.input::<T>(0);
-            with_dtype!(out_dtype, O, {
-                let o = k.output::<O>(0);
-                for a in 0..outer {
-                    for j in 0..inner {
-                        let mut best = 0usize;
-                        let mut bv = xs[a * r * inner + j].to_f64();
-                        for i in 1..r {
-                            let v = xs[(a * r + i) * inner + j].to_f64();
-                            let better = if is_min { v < bv } else { v > bv };
-                            if !bv.is_nan() && (better || v.is_nan()) {
-                                best = i;
-                                bv = v;
-                            }
-                        }
-                        o[a * inner + j] = O::from_f64(best as f64);
-                    }
-                }
-            })
-        });
-        Ok(())
-    });
+    if out.size() > 0 {
+        let def = &DEFS[if is_min { 9 } else { 8 }];
+        push_call(OpCall::new(def, &[&src], &[&out]).with_ints(&[outer as i64, r as i64, inner as i64]))?;
+    }
     Ok(out)
 }
 
-/// `ord`-norm (1 or 2) over `axes` (None: all, flattened).
+/// `ord`-norm (1 or 2) over `axes` (None: all), accumulated in float64.
 pub fn norm(x: &NDArray, ord: u32, axes: Option<&[i64]>, keepdims: bool) -> Result<NDArray> {
-    resolve_axes("norm", x.ndim(), axes, false)?;
-    if matches!(x.dtype(), DType::F32 | DType::F16 | DType::BF16) {
-        // Accumulate in f64 so squares of large values do not overflow.
-        let r = norm(&ops::astype(x, DType::F64)?, ord, axes, keepdims)?;
-        return ops::astype(&r, x.dtype());
+    if ord != 1 && ord != 2 {
+        return Err(Error::value("norm", format!("ord must be 1 or 2, got {ord}")));
     }
-    match ord {
-        1 => reduce(ReduceOp::Sum, &ops::unary(UnaryOp::Abs, x)?, axes, keepdims, false),
-        2 => {
-            let s = reduce(ReduceOp::Sum, &ops::unary(UnaryOp::Square, x)?, axes, keepdims, false)?;
-            ops::unary(UnaryOp::Sqrt, &s)
-        }
-        _ => Err(Error::value("norm", format!("ord must be 1 or 2, got {ord}"))),
+    let ax = resolve_axes("norm", x.ndim(), axes, false)?;
+    if x.ndim() > 62 {
+        return Err(Error::value("norm", format!("at most 62 axes are supported, got shape {}", x.shape())));
+    }
+    let out = NDArray::empty(out_shape(x.shape(), &ax, keepdims), norm_dtype(ord, x.dtype()), x.ctx())?;
+    if out.size() > 0 {
+        let src = if out.dtype() != x.dtype() { ops::astype(x, out.dtype())? } else { x.clone() };
+        let mask = ax.iter().fold(0i64, |m, &a| m | 1 << a);
+        push_call(OpCall::new(&DEFS[7], &[&src], &[&out]).with_ints(&[ord as i64, mask]))?;
+    }
+    if needs_record(&[x]) && x.dtype().is_float() {
+        let (xc, oc) = (x.clone(), out.clone());
+        let kshape = out_shape(x.shape(), &ax, true);
+        record(
+            "norm",
+            &[x],
+            &[&out],
+            Box::new(move |g| {
+                let gb = ops::broadcast_to(&reshape_keep(&g[0], &kshape), xc.shape().clone())?;
+                let d = if ord == 1 {
+                    ops::unary(UnaryOp::Sign, &xc)?
+                } else {
+                    let y = ops::broadcast_to(&reshape_keep(&oc, &kshape), xc.shape().clone())?;
+                    ops::div(&xc, &y)?
+                };
+                Ok(vec![Some(ops::mul(&gb, &d)?)])
+            }),
+        );
+    }
+    Ok(out)
+}
+
+/// The result dtype of `norm`: floats keep theirs; an L1 norm of integers
+/// stays integral (int64 for bool); an L2 norm of integers is float32.
+fn norm_dtype(ord: u32, dt: DType) -> DType {
+    match (ord, dt) {
+        (_, dt) if dt.is_float() => dt,
+        (1, DType::Bool) => DType::I64,
+        (1, dt) => dt,
+        _ => DType::F32,
     }
 }
 
-use crate::opdef::{one, param, Aliases, Example, Grad, Invocation, Meta, OpDef, ParamDef, ParamKind as K};
+impl ReduceOp {
+    /// The operator defining this reduction (`DEFS` lists them in `ReduceOp` order).
+    fn def(self) -> &'static OpDef {
+        &DEFS[self as usize]
+    }
+}
+
+use crate::opdef::{
+    one, param, push_call, Aliases, Example, Grad, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef,
+    ParamKind as K,
+};
 
 const REDUCE: &[ParamDef] = &[
     param("axis", K::Ints, Some("()"), "Axes to reduce over (negative counts from the end); () or None: all."),
@@ -452,6 +331,7 @@ macro_rules! reductions {
                 params: REDUCE,
                 doc: $doc,
                 infer: Some(infer_reduce),
+                cpu: KernelSlot::Call(cpu::reduce_kernel),
                 forward: forward_reduce,
                 example: Some(EX),
                 ..OpDef::BASE
@@ -466,6 +346,8 @@ macro_rules! reductions {
                     param("keepdims", K::Bool, Some("False"), "Keep reduced axes with size 1."),
                 ],
                 doc: "The L1 or L2 norm over `axis` (accumulated in float64).",
+                infer: Some(infer_norm),
+                cpu: KernelSlot::Call(cpu::norm_kernel),
                 forward: |i| {
                     let axes = i.ints("axis")?;
                     one(norm(i.x(0)?, i.i64("ord")? as u32, axes.as_deref(), i.bool("keepdims")?))
@@ -491,10 +373,32 @@ const fn argmax_def(name: &'static str, doc: &'static str) -> OpDef {
         inputs: &["data"],
         params: ARGMAX,
         doc,
+        infer: Some(infer_argmax),
+        cpu: KernelSlot::Call(cpu::argmax_kernel),
         forward: forward_argmax,
         grad: Grad::None("indices are piecewise constant"),
         ..OpDef::BASE
     }
+}
+
+fn infer_norm(def: &'static OpDef, a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (i, x) = (Invocation::params(def, a), &ins[0]);
+    let ax = resolve_axes(def.name, x.shape.ndim(), i.ints("axis")?.as_deref(), false)?;
+    let ord = i.i64("ord")?;
+    let dtype = norm_dtype(ord.clamp(0, 3) as u32, x.dtype);
+    Ok(vec![Meta { shape: out_shape(&x.shape, &ax, i.bool("keepdims")?), dtype, ctx: x.ctx }])
+}
+
+fn infer_argmax(def: &'static OpDef, a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let (i, x) = (Invocation::params(def, a), &ins[0]);
+    let keep = i.bool("keepdims")?;
+    let shape = match i.opt_i64("axis")? {
+        None if keep => Shape::new(&vec![1; x.shape.ndim()]),
+        None => Shape::scalar(),
+        Some(ax) => out_shape(&x.shape, &[norm_axis(def.name, ax, x.shape.ndim())?], keep),
+    };
+    let dtype = if x.dtype == DType::Bool { DType::F32 } else { x.dtype };
+    Ok(vec![Meta { shape, dtype, ctx: x.ctx }])
 }
 
 fn forward_argmax(i: &Invocation<'_>) -> Result<Vec<NDArray>> {

@@ -13,17 +13,31 @@
 //! Gradients: the values of `sort` and `topk` scatter the output gradient back
 //! to the positions the values came from; indices, masks and `argsort` get a
 //! zero gradient, as in MXNet.
+//!
+//! Definitions, inference, frontends and gradients here; the kernel in `cpu.rs`.
 
 use crate::autograd::{needs_record, record};
-use crate::dtype::{DType, Elem};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
+use crate::opdef::{push_call, Attrs, KernelSlot, Meta, OpCall};
 use crate::ops;
 use crate::shape::{norm_axis, Shape};
 use crate::storage::push_kernel;
 use crate::with_dtype;
-use rayon::prelude::*;
-use std::cmp::Ordering;
+
+mod cpu;
+#[cfg(test)]
+mod tests;
+
+/// The definition of one of this family's operators (`sort`, `argsort`, `topk`).
+fn def_of(name: &str) -> &'static OpDef {
+    match name {
+        "sort" => &DEFS[0],
+        "argsort" => &DEFS[1],
+        _ => &DEFS[2],
+    }
+}
 
 /// What `topk` returns.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,53 +63,6 @@ impl TopKRet {
             _ => Err(Error::value("topk", format!("ret_typ must be value, indices, both or mask, got '{s}'"))),
         }
     }
-}
-
-/// NumPy's order: NaN above everything, NaNs equal to each other.
-#[inline]
-fn nan_last_cmp<T: Elem>(a: T, b: T) -> Ordering {
-    match a.partial_cmp(&b) {
-        Some(o) => o,
-        None => {
-            let a_nan = a.partial_cmp(&a).is_none();
-            let b_nan = b.partial_cmp(&b).is_none();
-            a_nan.cmp(&b_nan)
-        }
-    }
-}
-
-/// The first `k` positions (along a strided row) in sorted order, into `out`.
-#[allow(clippy::too_many_arguments)]
-fn row_topk<T: Elem>(
-    xs: &[T],
-    base: usize,
-    n: usize,
-    inner: usize,
-    k: usize,
-    asc: bool,
-    buf: &mut Vec<usize>,
-    out: &mut [usize],
-) {
-    buf.clear();
-    buf.extend(0..n);
-    let key = |j: usize| xs[base + j * inner];
-    // Ties broken by position: a total order, so the unstable sorts below
-    // give exactly the stable result.
-    let cmp = |a: &usize, b: &usize| {
-        let o = nan_last_cmp(key(*a), key(*b));
-        let o = if asc { o } else { o.reverse() };
-        o.then(a.cmp(b))
-    };
-    if k == 0 {
-        return;
-    }
-    if k < n {
-        buf.select_nth_unstable_by(k - 1, cmp);
-        buf[..k].sort_unstable_by(cmp);
-    } else {
-        buf.sort_unstable_by(cmp);
-    }
-    out.copy_from_slice(&buf[..k]);
 }
 
 /// Largest index a dtype represents exactly (with every smaller one).
@@ -156,7 +123,7 @@ struct Outputs {
 
 #[allow(clippy::too_many_arguments)]
 fn run(
-    name: &'static str,
+    def: &'static OpDef,
     x: &NDArray,
     p: &Plan,
     k: usize,
@@ -175,81 +142,23 @@ fn run(
         perm: perm.then(|| NDArray::empty(p.kshape.clone(), DType::I64, ctx)).transpose()?,
     };
     let all = [&o.values, &o.indices, &o.mask, &o.perm];
-    let mut views = Vec::new();
     let mut slot = [usize::MAX; 4];
+    let mut next = 0;
     for (i, a) in all.iter().enumerate() {
-        if let Some(a) = a {
-            slot[i] = views.len();
-            views.push(a.view());
+        if a.is_some() {
+            slot[i] = next;
+            next += 1;
         }
     }
     let any_out = all.iter().any(|a| a.as_ref().is_some_and(|a| a.size() > 0));
     if !any_out {
         return Ok(o);
     }
-    let (outer, n, inner) = (p.outer, p.n, p.inner);
-    let idt = indices.unwrap_or(DType::I64);
-    push_kernel(name, vec![p.src.view()], views, move |kk| {
-        let rows = outer * inner;
-        let mut pos = vec![0usize; rows * k];
-        with_dtype!(dt, T, {
-            let xs = kk.input::<T>(0);
-            let row = |r: usize, buf: &mut Vec<usize>, out: &mut [usize]| {
-                let (ro, ri) = (r / inner, r % inner);
-                row_topk(xs, ro * n * inner + ri, n, inner, k, asc, buf, out);
-            };
-            if k > 0 {
-                if rows > 1 && rows * n >= 1 << 15 {
-                    pos.par_chunks_mut(k).enumerate().for_each_init(Vec::new, |buf, (r, out)| row(r, buf, out));
-                } else {
-                    let mut buf = Vec::with_capacity(n);
-                    for (r, out) in pos.chunks_mut(k).enumerate() {
-                        row(r, &mut buf, out);
-                    }
-                }
-            }
-            // (row r, rank j) -> output offset in the k-wide layout, and source offset.
-            let kat = |r: usize, j: usize| ((r / inner) * k + j) * inner + r % inner;
-            let sat = |r: usize, j: usize| ((r / inner) * n + pos[r * k + j]) * inner + r % inner;
-            if slot[0] != usize::MAX {
-                let v = kk.output::<T>(slot[0]);
-                for r in 0..rows {
-                    for j in 0..k {
-                        v[kat(r, j)] = xs[sat(r, j)];
-                    }
-                }
-            }
-            if slot[2] != usize::MAX {
-                let m = kk.output::<T>(slot[2]);
-                m.fill(T::from_f64(0.0));
-                for r in 0..rows {
-                    for j in 0..k {
-                        m[sat(r, j)] = T::from_f64(1.0);
-                    }
-                }
-            }
-        });
-        let kat = |r: usize, j: usize| ((r / inner) * k + j) * inner + r % inner;
-        if slot[1] != usize::MAX {
-            with_dtype!(idt, I, {
-                let v = kk.output::<I>(slot[1]);
-                for r in 0..rows {
-                    for j in 0..k {
-                        v[kat(r, j)] = I::from_i64(pos[r * k + j] as i64);
-                    }
-                }
-            });
-        }
-        if slot[3] != usize::MAX {
-            let v = kk.output::<i64>(slot[3]);
-            for r in 0..rows {
-                for j in 0..k {
-                    v[kat(r, j)] = pos[r * k + j] as i64;
-                }
-            }
-        }
-        Ok(())
-    });
+    let outs: Vec<&NDArray> = all.iter().filter_map(|a| a.as_ref()).collect();
+    let slots = slot.map(|v| if v == usize::MAX { -1 } else { v as i64 });
+    let ints =
+        [p.outer as i64, p.n as i64, p.inner as i64, k as i64, asc as i64, slots[0], slots[1], slots[2], slots[3]];
+    push_call(OpCall::new(def, &[&p.src], &outs).with_ints(&ints))?;
     Ok(o)
 }
 
@@ -326,7 +235,7 @@ pub fn sort(x: &NDArray, axis: Option<i64>, is_ascend: bool) -> Result<NDArray> 
     let p = plan(name, x, axis, 0)?;
     let p = plan(name, x, axis, p.n)?;
     let rec = needs_record(&[x]);
-    let o = run(name, x, &p, p.n, is_ascend, true, None, false, rec)?;
+    let o = run(def_of(name), x, &p, p.n, is_ascend, true, None, false, rec)?;
     let v = o.values.expect("values requested");
     if let Some(perm) = o.perm {
         record_values(name, x, &[&v], perm, &p, p.n);
@@ -340,7 +249,7 @@ pub fn argsort(x: &NDArray, axis: Option<i64>, is_ascend: bool, dtype: DType) ->
     let p = plan(name, x, axis, 0)?;
     check_index_dtype(name, dtype, p.n)?;
     let p = plan(name, x, axis, p.n)?;
-    let o = run(name, x, &p, p.n, is_ascend, false, Some(dtype), false, false)?;
+    let o = run(def_of(name), x, &p, p.n, is_ascend, false, Some(dtype), false, false)?;
     let i = o.indices.expect("indices requested");
     record_zero(name, x, &[&i]);
     Ok(i)
@@ -374,7 +283,7 @@ pub fn topk(
     let rec = needs_record(&[x]);
     Ok(match ret {
         TopKRet::Value => {
-            let o = run(name, x, &p, k, is_ascend, true, None, false, rec)?;
+            let o = run(def_of(name), x, &p, k, is_ascend, true, None, false, rec)?;
             let v = o.values.expect("values requested");
             if let Some(perm) = o.perm {
                 record_values(name, x, &[&v], perm, &p, k);
@@ -382,7 +291,7 @@ pub fn topk(
             vec![v]
         }
         TopKRet::Both => {
-            let o = run(name, x, &p, k, is_ascend, true, Some(dtype), false, rec)?;
+            let o = run(def_of(name), x, &p, k, is_ascend, true, Some(dtype), false, rec)?;
             let (v, i) = (o.values.expect("values requested"), o.indices.expect("indices requested"));
             if let Some(perm) = o.perm {
                 record_values(name, x, &[&v, &i], perm, &p, k);
@@ -390,13 +299,14 @@ pub fn topk(
             vec![v, i]
         }
         TopKRet::Indices => {
-            let i =
-                run(name, x, &p, k, is_ascend, false, Some(dtype), false, false)?.indices.expect("indices requested");
+            let i = run(def_of(name), x, &p, k, is_ascend, false, Some(dtype), false, false)?
+                .indices
+                .expect("indices requested");
             record_zero(name, x, &[&i]);
             vec![i]
         }
         TopKRet::Mask => {
-            let m = run(name, x, &p, k, is_ascend, false, None, true, false)?.mask.expect("mask requested");
+            let m = run(def_of(name), x, &p, k, is_ascend, false, None, true, false)?.mask.expect("mask requested");
             record_zero(name, x, &[&m]);
             vec![m]
         }
@@ -405,10 +315,52 @@ pub fn topk(
 
 use crate::opdef::{param, Aliases, Grad, Invocation, OpDef, ParamKind as K};
 
+/// The input's shape along the sorted axis, flattened when `axis` is None; and that axis.
+fn sorted_shape(name: &str, x: &Shape, axis: Option<i64>) -> Result<(Shape, usize)> {
+    match axis {
+        None => Ok((Shape::new(&[x.size()]), 0)),
+        Some(a) if x.ndim() == 0 => Err(Error::Axis { op: name.into(), axis: a, ndim: 0 }),
+        Some(a) => Ok((x.clone(), norm_axis(name, a, x.ndim())?)),
+    }
+}
+
+fn infer_sort(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let (s, _) = sorted_shape(def.name, &ins[0].shape, i.i64_or_none("axis")?)?;
+    let dtype = if def.name == "argsort" { i.dtype("dtype", DType::F32)? } else { ins[0].dtype };
+    Ok(vec![Meta { shape: s, dtype, ctx: ins[0].ctx }])
+}
+
+fn infer_topk(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let x = &ins[0];
+    let (s, ax) = sorted_shape(def.name, &x.shape, i.i64_or_none("axis")?)?;
+    let n = s.dims()[ax];
+    let k = i.i64("k")?;
+    let k = if k <= 0 { n } else { k as usize };
+    if k > n {
+        return Err(Error::value(def.name, format!("k must be in [1, {n}] for an axis of size {n}, got k = {k}")));
+    }
+    let mut kd = s.dims().to_vec();
+    kd[ax] = k;
+    let (v, idx) = (
+        Meta { shape: Shape::new(&kd), ..x.clone() },
+        Meta { dtype: i.dtype("dtype", DType::F32)?, shape: Shape::new(&kd), ctx: x.ctx },
+    );
+    Ok(match TopKRet::parse(&i.str("ret_typ")?)? {
+        TopKRet::Value => vec![v],
+        TopKRet::Indices => vec![idx],
+        TopKRet::Both => vec![v, idx],
+        TopKRet::Mask => vec![x.clone()],
+    })
+}
+
 /// The sorting operators.
 pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "sort",
+        cpu: KernelSlot::Call(cpu::order_kernel),
+        infer: Some(infer_sort),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
         params: &[
@@ -421,6 +373,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "argsort",
+        cpu: KernelSlot::Call(cpu::order_kernel),
+        infer: Some(infer_sort),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
         params: &[
@@ -438,6 +392,8 @@ pub static DEFS: &[OpDef] = &[
     },
     OpDef {
         name: "topk",
+        cpu: KernelSlot::Call(cpu::order_kernel),
+        infer: Some(infer_topk),
         aliases: Aliases { nd: &[], np: &[], npx: &["topk"], fluent: true },
         inputs: &["data"],
         outputs: &["output", "indices"],

@@ -1,0 +1,219 @@
+//! Reduction kernels over [`OpCall`]s.
+//!
+//! Layouts in [`OpCall::ints`]:
+//! - the reductions (`sum`, `mean`, ...): `[op, outer, reduced, inner]`, one
+//!   contiguous block of axes brought to `(outer, reduced, inner)`; `op` is the
+//!   [`ReduceOp`] code (a `mean` over several blocks sums each block and
+//!   divides once);
+//! - `argmax`/`argmin`: `[outer, reduced, inner]`;
+//! - `norm`: `[ord, mask]`, `mask` bit `i` set when input axis `i` is reduced
+//!   (any set of axes in one pass, accumulated in float64).
+
+use super::ReduceOp;
+use crate::dtype::Elem;
+use crate::engine::OpFailure;
+use crate::opdef::OpCall;
+use crate::ops::binary::arith::Arith;
+use crate::shape::Shape;
+use crate::storage::Kernel;
+use crate::with_dtype;
+use rayon::prelude::*;
+
+type KResult = std::result::Result<(), OpFailure>;
+
+impl ReduceOp {
+    /// The code a call carries in `ints[0]`.
+    pub(super) fn code(self) -> i64 {
+        self as i64
+    }
+    fn from_code(c: i64) -> ReduceOp {
+        use ReduceOp::*;
+        [Sum, Mean, Prod, Max, Min, NanSum, NanProd].get(c.max(0) as usize).copied().unwrap_or(Sum)
+    }
+}
+
+/// The kernel of the reductions: one contiguous block of axes.
+pub(super) fn reduce_kernel(c: &OpCall, k: &Kernel) -> KResult {
+    let op = ReduceOp::from_code(c.ints[0]);
+    let (outer, r, inner) = (c.us(1), c.us(2), c.us(3));
+    let dt = k.in_dtype(0);
+    if dt.is_int() {
+        with_dtype!(dt, T, reduce_int::<T>(op, k.input::<T>(0), k.output::<T>(0), outer, r, inner));
+    } else {
+        with_dtype!(dt, T, reduce_float::<T>(op, k.input::<T>(0), k.output::<T>(0), outer, r, inner));
+    }
+    Ok(())
+}
+
+/// Reduces one contiguous slice.
+fn reduce_slice<T: Arith>(op: ReduceOp, x: &[T]) -> f64 {
+    match op {
+        ReduceOp::Sum | ReduceOp::Mean => T::sum_slice(x),
+        ReduceOp::NanSum => x.iter().map(|v| v.to_f64()).filter(|v| !v.is_nan()).sum(),
+        ReduceOp::Prod => x.iter().map(|v| v.to_f64()).product(),
+        ReduceOp::NanProd => x.iter().map(|v| v.to_f64()).filter(|v| !v.is_nan()).product(),
+        ReduceOp::Max | ReduceOp::Min => x.iter().fold(identity(op), |a, v| combine(op, a, v.to_f64())),
+    }
+}
+
+fn combine(op: ReduceOp, a: f64, v: f64) -> f64 {
+    match op {
+        ReduceOp::Sum | ReduceOp::Mean => a + v,
+        ReduceOp::NanSum => {
+            if v.is_nan() {
+                a
+            } else {
+                a + v
+            }
+        }
+        ReduceOp::Prod => a * v,
+        ReduceOp::NanProd => {
+            if v.is_nan() {
+                a
+            } else {
+                a * v
+            }
+        }
+        ReduceOp::Max => {
+            if !a.is_nan() && (v > a || v.is_nan()) {
+                v
+            } else {
+                a
+            }
+        }
+        ReduceOp::Min => {
+            if !a.is_nan() && (v < a || v.is_nan()) {
+                v
+            } else {
+                a
+            }
+        }
+    }
+}
+
+fn identity(op: ReduceOp) -> f64 {
+    match op {
+        ReduceOp::Sum | ReduceOp::Mean | ReduceOp::NanSum => 0.0,
+        ReduceOp::Prod | ReduceOp::NanProd => 1.0,
+        ReduceOp::Max => f64::NEG_INFINITY,
+        ReduceOp::Min => f64::INFINITY,
+    }
+}
+
+fn reduce_float<T: Arith>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r: usize, inner: usize) {
+    let scale = if op == ReduceOp::Mean { 1.0 / r as f64 } else { 1.0 };
+    let fin = |v: f64| T::from_f64(v * scale);
+    if inner == 1 {
+        if outer == 1 && r >= 1 << 18 {
+            // One reduction split into chunks that this worker and rayon helpers
+            // share (`fanout`: no waiting for a parked pool thread); partial
+            // results combine in chunk order, so the result is deterministic.
+            let threads = rayon::current_num_threads().max(1);
+            let chunk = r.div_ceil(threads * 2).max(1);
+            let parts: Vec<parking_lot::Mutex<f64>> =
+                (0..r.div_ceil(chunk)).map(|_| parking_lot::Mutex::new(identity(op))).collect();
+            crate::storage::fanout(parts.len(), threads - 1, &|i| {
+                let c = &x[i * chunk..((i + 1) * chunk).min(r)];
+                *parts[i].lock() = reduce_slice(op, c);
+            });
+            let v = parts.into_iter().fold(identity(op), |a, p| combine(op, a, p.into_inner()));
+            out[0] = fin(v);
+        } else if outer * r >= 1 << 17 {
+            out.par_iter_mut().enumerate().for_each(|(o, ov)| *ov = fin(reduce_slice(op, &x[o * r..(o + 1) * r])));
+        } else {
+            for (o, ov) in out.iter_mut().enumerate() {
+                *ov = fin(reduce_slice(op, &x[o * r..(o + 1) * r]));
+            }
+        }
+        return;
+    }
+    let row = |o: usize, orow: &mut [T]| {
+        let mut acc = vec![identity(op); inner];
+        for k in 0..r {
+            let base = (o * r + k) * inner;
+            for (a, v) in acc.iter_mut().zip(&x[base..base + inner]) {
+                *a = combine(op, *a, v.to_f64());
+            }
+        }
+        for (ov, a) in orow.iter_mut().zip(acc) {
+            *ov = fin(a);
+        }
+    };
+    if outer > 1 && outer * r * inner >= 1 << 17 {
+        out.par_chunks_mut(inner).enumerate().for_each(|(o, c)| row(o, c));
+    } else {
+        for (o, c) in out.chunks_mut(inner).enumerate() {
+            row(o, c);
+        }
+    }
+}
+
+/// Integer reductions accumulate in i64 (sum and prod wrap, like the
+/// elementwise ops), so 64-bit values stay exact.
+fn reduce_int<T: Elem>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r: usize, inner: usize) {
+    for o in 0..outer {
+        for j in 0..inner {
+            let it = (0..r).map(|k| x[(o * r + k) * inner + j].to_i64());
+            let v: i64 = match op {
+                ReduceOp::Sum | ReduceOp::NanSum | ReduceOp::Mean => it.fold(0i64, |a, v| a.wrapping_add(v)),
+                ReduceOp::Prod | ReduceOp::NanProd => it.fold(1i64, |a, v| a.wrapping_mul(v)),
+                ReduceOp::Max => it.max().unwrap_or(i64::MIN),
+                ReduceOp::Min => it.min().unwrap_or(i64::MAX),
+            };
+            out[o * inner + j] =
+                if op == ReduceOp::Mean && r > 0 { T::from_f64(v as f64 / r as f64) } else { T::from_i64(v) };
+        }
+    }
+}
+
+/// The kernel of `argmax` and `argmin` (`c.def` tells which).
+pub(super) fn argmax_kernel(c: &OpCall, k: &Kernel) -> KResult {
+    let is_min = c.def.name == "argmin";
+    let (outer, r, inner) = (c.us(0), c.us(1), c.us(2));
+    with_dtype!(k.in_dtype(0), T, {
+        let xs = k.input::<T>(0);
+        with_dtype!(k.out_dtype(0), O, {
+            let o = k.output::<O>(0);
+            for a in 0..outer {
+                for j in 0..inner {
+                    let mut best = 0usize;
+                    let mut bv = xs[a * r * inner + j].to_f64();
+                    for i in 1..r {
+                        let v = xs[(a * r + i) * inner + j].to_f64();
+                        let better = if is_min { v < bv } else { v > bv };
+                        if !bv.is_nan() && (better || v.is_nan()) {
+                            best = i;
+                            bv = v;
+                        }
+                    }
+                    o[a * inner + j] = O::from_f64(best as f64);
+                }
+            }
+        })
+    });
+    Ok(())
+}
+
+/// The kernel of `norm`: `|x|` (ord 1) or `x²` (ord 2, then a square root)
+/// summed in float64 over the masked axes.
+pub(super) fn norm_kernel(c: &OpCall, k: &Kernel) -> KResult {
+    let (ord, mask) = (c.ints[0], c.ints[1]);
+    let ishape = k.in_shape(0).clone();
+    let keep: Vec<usize> =
+        ishape.dims().iter().enumerate().map(|(i, &d)| if mask >> i & 1 == 1 { 1 } else { d }).collect();
+    let strides = Shape::new(&keep).broadcast_strides(&ishape);
+    let mut acc = vec![0f64; keep.iter().product()];
+    with_dtype!(k.in_dtype(0), T, {
+        let x = k.input::<T>(0);
+        if !x.is_empty() {
+            crate::shape::for_each_strided(&ishape, &strides, 0, x.len(), |xi, oi| {
+                let v = x[xi].to_f64();
+                acc[oi] += if ord == 1 { v.abs() } else { v * v };
+            });
+        }
+        for (o, a) in k.output::<T>(0).iter_mut().zip(acc) {
+            *o = T::from_f64(if ord == 1 { a } else { a.sqrt() });
+        }
+    });
+    Ok(())
+}
