@@ -102,7 +102,7 @@ fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T]) {
                     let mut idx = 0;
                     for z in 0..od {
                         let zi = (z * g.s[0] + kd * g.d[0]) as isize - g.p[0] as isize;
-                        if zi < 0 || zi >= id as isize {
+                        if !(0..id as isize).contains(&zi) {
                             row[idx..idx + oh * ow].fill(zero);
                             idx += oh * ow;
                             continue;
@@ -111,7 +111,7 @@ fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T]) {
                             let yi = (y * g.s[1] + kh * g.d[1]) as isize - g.p[1] as isize;
                             let dst = &mut row[idx..idx + ow];
                             idx += ow;
-                            if yi < 0 || yi >= ih as isize {
+                            if !(0..ih as isize).contains(&yi) {
                                 dst.fill(zero);
                                 continue;
                             }
@@ -126,7 +126,7 @@ fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T]) {
                             } else {
                                 for (xo, v) in dst.iter_mut().enumerate() {
                                     let xi = (xo * g.s[2]) as isize + off_w;
-                                    *v = if xi >= 0 && xi < iw as isize { xrow[xi as usize] } else { zero };
+                                    *v = if (0..iw as isize).contains(&xi) { xrow[xi as usize] } else { zero };
                                 }
                             }
                         }
@@ -153,19 +153,19 @@ fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T]) {
                     let off_w = (kw * g.d[2]) as isize - g.p[2] as isize;
                     for z in 0..od {
                         let zi = (z * g.s[0] + kd * g.d[0]) as isize - g.p[0] as isize;
-                        if zi < 0 || zi >= id as isize {
+                        if !(0..id as isize).contains(&zi) {
                             continue;
                         }
                         for y in 0..oh {
                             let yi = (y * g.s[1] + kh * g.d[1]) as isize - g.p[1] as isize;
-                            if yi < 0 || yi >= ih as isize {
+                            if !(0..ih as isize).contains(&yi) {
                                 continue;
                             }
                             let src = &row[(z * oh + y) * ow..][..ow];
                             let xrow = &mut xc[(zi as usize * ih + yi as usize) * iw..][..iw];
                             for (xo, &v) in src.iter().enumerate() {
                                 let xi = (xo * g.s[2]) as isize + off_w;
-                                if xi >= 0 && xi < iw as isize {
+                                if (0..iw as isize).contains(&xi) {
                                     xrow[xi as usize] += v;
                                 }
                             }

@@ -13,6 +13,7 @@ fn rand(n: usize, seed: u64) -> Vec<f64> {
         .collect()
 }
 
+#[allow(clippy::too_many_arguments)]
 fn geom(
     n: usize,
     c: usize,
