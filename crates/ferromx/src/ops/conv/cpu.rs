@@ -64,7 +64,7 @@ fn mm<T: GemmElem>(
 /// `per` elements per sample: one block per core when there are enough
 /// samples (single-threaded gemms inside), else one block with parallel gemms.
 fn for_blocks<T: Send>(out: &mut [T], per: usize, flops_per_sample: usize, f: &(dyn Fn(usize, &mut [T], bool) + Sync)) {
-    let n = if per == 0 { 0 } else { out.len() / per };
+    let n = out.len().checked_div(per).unwrap_or(0);
     let threads = rayon::current_num_threads().max(1);
     if n == 0 {
         return;

@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 
 /// Runs `f(first_plane, block)` over blocks of whole planes of `out`, split over cores when large.
 pub(crate) fn for_planes<T: Send>(out: &mut [T], plane: usize, work: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
-    let n = if plane == 0 { 0 } else { out.len() / plane };
+    let n = out.len().checked_div(plane).unwrap_or(0);
     let threads = rayon::current_num_threads().max(1);
     if n == 0 {
         return;

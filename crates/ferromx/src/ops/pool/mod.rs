@@ -163,7 +163,7 @@ impl PoolParams {
             ));
         }
         let p_value = i.opt_i64("p_value")?;
-        if kind == PoolKind::Lp && !p_value.is_some_and(|p| p >= 1) {
+        if kind == PoolKind::Lp && p_value.is_none_or(|p| p < 1) {
             return Err(Error::value(i.name(), format!("pool_type='lp' needs a positive p_value, got {p_value:?}")));
         }
         let include_pad = match i.attrs.get("count_include_pad") {

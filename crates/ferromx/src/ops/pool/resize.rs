@@ -13,9 +13,9 @@ use crate::ops::conv::{convolution, fmt_dims, ConvParams};
 use crate::shape::Shape;
 
 fn dims4(name: &str, x: &NDArray) -> Result<[usize; 4]> {
-    match x.dims() {
-        &[n, c, h, w] if matches!(x.dtype(), DType::F32 | DType::F64) => Ok([n, c, h, w]),
-        &[_, _, _, _] => Err(Error::dtype(name, format!("supports float32 and float64, got {}", x.dtype()))),
+    match *x.dims() {
+        [n, c, h, w] if matches!(x.dtype(), DType::F32 | DType::F64) => Ok([n, c, h, w]),
+        [_, _, _, _] => Err(Error::dtype(name, format!("supports float32 and float64, got {}", x.dtype()))),
         _ => Err(Error::shape(name, &[x.shape()], "data must be 4-d (batch, channel, height, width)")),
     }
 }

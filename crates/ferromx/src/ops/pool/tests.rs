@@ -38,8 +38,8 @@ fn naive(g: &PoolGeom, x: &[f64]) -> Vec<f64> {
                     let mut vals = vec![];
                     let mut full = 1;
                     let mut ranges = vec![];
-                    for a in 0..3 {
-                        let st = (pos[a] * g.s[a]) as isize - g.p[a] as isize;
+                    for (a, &pa) in pos.iter().enumerate() {
+                        let st = (pa * g.s[a]) as isize - g.p[a] as isize;
                         let en = (st + g.k[a] as isize).min((g.ind[a] + g.p[a]) as isize);
                         full *= (en - st) as usize;
                         ranges.push((st.max(0) as usize, en.min(g.ind[a] as isize) as usize));
