@@ -2,10 +2,34 @@
 
 from .ndarray import invoke
 
-__all__ = ["adagrad_update"]
+__all__ = ["AdaptiveAvgPooling2D", "BilinearResize2D", "adagrad_update"]
 
 
 def adagrad_update(weight, grad, history, out=None, **kwargs):
     """AdaGrad update in place (MXNet's ``_contrib_adagrad_update``)."""
     invoke("adagrad_update", [weight, grad, history], **kwargs)
     return weight
+
+
+def AdaptiveAvgPooling2D(data, output_size=(), out=None, name=None):
+    """Adaptive average pooling of 4-d data to ``output_size`` (one size or (height, width);
+    default 1) (MXNet's ``_contrib_AdaptiveAvgPooling2D``)."""
+    res = invoke("_contrib_AdaptiveAvgPooling2D", [data], output_size=output_size)
+    return _finish(res, out)
+
+
+def BilinearResize2D(data, like=None, height=1, width=1, scale_height=None,
+                     scale_width=None, mode="size", align_corners=True, out=None, name=None):
+    """Bilinear resize of 4-d (N, C, H, W) data to (height, width), a scale of the input,
+    or the size of ``like`` (``mode='like'``) (MXNet's ``_contrib_BilinearResize2D``)."""
+    res = invoke("_contrib_BilinearResize2D", [data, like], height=height, width=width,
+                 scale_height=scale_height, scale_width=scale_width, mode=mode,
+                 align_corners=align_corners)
+    return _finish(res, out)
+
+
+def _finish(res, out):
+    if out is None:
+        return res
+    out[:] = res
+    return out

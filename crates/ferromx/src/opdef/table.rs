@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 13] {
+fn families() -> [&'static [OpDef]; 16] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -20,6 +20,9 @@ fn families() -> [&'static [OpDef]; 13] {
         ops::index::DEFS,
         ops::sort::DEFS,
         ops::nn::DEFS,
+        ops::conv::DEFS,
+        ops::pool::DEFS,
+        ops::norm::DEFS,
         ops::optim::DEFS,
         ops::random::DEFS,
         ops::image::DEFS,

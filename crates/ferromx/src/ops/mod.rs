@@ -5,13 +5,16 @@
 //! returns at once.
 
 pub mod binary;
+pub mod conv;
 pub mod creation;
 pub mod image;
 pub mod index;
 pub mod linalg;
 pub mod nn;
+pub mod norm;
 pub mod optim;
 pub mod par;
+pub mod pool;
 pub mod random;
 pub mod reduce;
 pub mod shape;

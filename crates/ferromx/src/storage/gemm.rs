@@ -40,6 +40,40 @@ pub fn matmul<T: GemmElem>(
     tb: bool,
     accumulate: bool,
 ) {
+    let par = m * n * k >= 1 << 18;
+    matmul_with(m, n, k, dst, lhs, ta, rhs, tb, accumulate, par)
+}
+
+/// [`matmul`] on the calling thread only (for kernels that already split
+/// their work across cores, one gemm per piece).
+#[allow(clippy::too_many_arguments)]
+pub fn matmul_seq<T: GemmElem>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [T],
+    lhs: &[T],
+    ta: bool,
+    rhs: &[T],
+    tb: bool,
+    accumulate: bool,
+) {
+    matmul_with(m, n, k, dst, lhs, ta, rhs, tb, accumulate, false)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn matmul_with<T: GemmElem>(
+    m: usize,
+    n: usize,
+    k: usize,
+    dst: &mut [T],
+    lhs: &[T],
+    ta: bool,
+    rhs: &[T],
+    tb: bool,
+    accumulate: bool,
+    parallel: bool,
+) {
     assert!(dst.len() >= m * n && lhs.len() >= m * k && rhs.len() >= k * n, "matmul: slice too small");
     if m == 0 || n == 0 {
         return;
@@ -52,9 +86,7 @@ pub fn matmul<T: GemmElem>(
     }
     let (lcs, lrs) = if ta { (m as isize, 1) } else { (1, k as isize) };
     let (rcs, rrs) = if tb { (k as isize, 1) } else { (1, n as isize) };
-    let flops = m * n * k;
-    let par =
-        if flops >= 1 << 18 { Parallelism::Rayon(rayon::current_num_threads().max(1)) } else { Parallelism::None };
+    let par = if parallel { Parallelism::Rayon(rayon::current_num_threads().max(1)) } else { Parallelism::None };
     // SAFETY: all three slices were checked to hold the m×k, k×n and m×n
     // matrices addressed by these strides; `dst` is uniquely borrowed.
     unsafe {

@@ -11,7 +11,7 @@ mod simd;
 
 pub use backend::{backend_for, Backend, Host};
 pub use fanout::fanout;
-pub use gemm::{matmul, GemmElem};
+pub use gemm::{matmul, matmul_seq, GemmElem};
 pub use pool::{pool_stats, release_pool, PoolStats};
 pub use raw::{call_site, set_call_site, Kernel};
 pub(crate) use raw::{push_copy_out, push_kernel, push_op_call, Chunk, View};

@@ -1,0 +1,158 @@
+//! Convolution kernels against naive loops.
+
+use super::cpu::{backward_data, backward_weight, channel_sum, forward};
+use super::Geom;
+
+fn rand(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 33) as f64 / (1u64 << 31) as f64) - 0.5
+        })
+        .collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn geom(
+    n: usize,
+    c: usize,
+    o: usize,
+    groups: usize,
+    ind: [usize; 3],
+    k: [usize; 3],
+    s: [usize; 3],
+    d: [usize; 3],
+    p: [usize; 3],
+) -> Geom {
+    let outd = [0, 1, 2].map(|a| (ind[a] + 2 * p[a] - (d[a] * (k[a] - 1) + 1)) / s[a] + 1);
+    Geom { n, c, o, groups, ind, outd, k, s, d, p }
+}
+
+/// The convolution by its definition.
+fn naive(g: &Geom, x: &[f64], w: &[f64], b: Option<&[f64]>) -> Vec<f64> {
+    let (cg, og) = (g.cg(), g.og());
+    let mut out = vec![0.0; g.n * g.o * g.op()];
+    for n in 0..g.n {
+        for o in 0..g.o {
+            let grp = o / og;
+            for z in 0..g.outd[0] {
+                for y in 0..g.outd[1] {
+                    for xo in 0..g.outd[2] {
+                        let mut acc = b.map_or(0.0, |b| b[o]);
+                        for ci in 0..cg {
+                            let c = grp * cg + ci;
+                            for kd in 0..g.k[0] {
+                                for kh in 0..g.k[1] {
+                                    for kw in 0..g.k[2] {
+                                        let zi = (z * g.s[0] + kd * g.d[0]) as isize - g.p[0] as isize;
+                                        let yi = (y * g.s[1] + kh * g.d[1]) as isize - g.p[1] as isize;
+                                        let xi = (xo * g.s[2] + kw * g.d[2]) as isize - g.p[2] as isize;
+                                        if zi < 0 || yi < 0 || xi < 0 {
+                                            continue;
+                                        }
+                                        let (zi, yi, xi) = (zi as usize, yi as usize, xi as usize);
+                                        if zi >= g.ind[0] || yi >= g.ind[1] || xi >= g.ind[2] {
+                                            continue;
+                                        }
+                                        let xv = x[(((n * g.c + c) * g.ind[0] + zi) * g.ind[1] + yi) * g.ind[2] + xi];
+                                        let wv = w[(((o * cg + ci) * g.k[0] + kd) * g.k[1] + kh) * g.k[2] + kw];
+                                        acc += xv * wv;
+                                    }
+                                }
+                            }
+                        }
+                        out[(((n * g.o + o) * g.outd[0] + z) * g.outd[1] + y) * g.outd[2] + xo] = acc;
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn dot(a: &[f64], b: &[f64]) -> f64 {
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+fn cases() -> Vec<Geom> {
+    vec![
+        geom(2, 3, 4, 1, [1, 5, 6], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
+        geom(3, 4, 6, 2, [1, 7, 5], [1, 3, 2], [1, 2, 1], [1, 1, 2], [0, 1, 0]),
+        geom(1, 3, 3, 3, [1, 6, 6], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
+        geom(2, 2, 3, 1, [1, 1, 9], [1, 1, 3], [1, 1, 2], [1, 1, 2], [0, 0, 2]),
+        geom(2, 2, 2, 1, [4, 4, 3], [2, 3, 2], [2, 1, 1], [1, 1, 1], [1, 0, 1]),
+        geom(5, 4, 3, 1, [1, 3, 3], [1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+    ]
+}
+
+#[test]
+fn forward_matches_the_definition() {
+    for g in cases() {
+        let x = rand(g.n * g.c * g.ip(), 1);
+        let w = rand(g.o * g.rows(), 2);
+        let b = rand(g.o, 3);
+        let mut out = vec![0.0; g.n * g.o * g.op()];
+        forward(&g, &x, &w, Some(&b), &mut out);
+        let want = naive(&g, &x, &w, Some(&b));
+        for (a, e) in out.iter().zip(&want) {
+            assert!((a - e).abs() < 1e-12, "{g:?}: {a} vs {e}");
+        }
+    }
+}
+
+#[test]
+fn backward_is_the_adjoint_of_forward() {
+    for g in cases() {
+        let x = rand(g.n * g.c * g.ip(), 4);
+        let w = rand(g.o * g.rows(), 5);
+        let dy = rand(g.n * g.o * g.op(), 6);
+        let y = naive(&g, &x, &w, None);
+        // <conv(x, w), dy> = <x, dx> = <w, dw>
+        let mut dx = vec![7.0; x.len()];
+        backward_data(&g, &dy, &w, &mut dx);
+        let mut dw = vec![7.0; w.len()];
+        backward_weight(&g, &dy, &x, &mut dw);
+        let lhs = dot(&y, &dy);
+        assert!((lhs - dot(&x, &dx)).abs() < 1e-10, "{g:?} data");
+        assert!((lhs - dot(&w, &dw)).abs() < 1e-10, "{g:?} weight");
+        // and elementwise: each dw entry is the derivative along a unit weight.
+        for i in [0, w.len() / 2, w.len() - 1] {
+            let mut e = vec![0.0; w.len()];
+            e[i] = 1.0;
+            assert!((dot(&naive(&g, &x, &e, None), &dy) - dw[i]).abs() < 1e-10);
+        }
+        for i in [0, x.len() / 3, x.len() - 1] {
+            let mut e = vec![0.0; x.len()];
+            e[i] = 1.0;
+            assert!((dot(&naive(&g, &e, &w, None), &dy) - dx[i]).abs() < 1e-10);
+        }
+        let mut db = vec![0.0; g.o];
+        channel_sum(&dy, g.n, g.o, g.op(), &mut db);
+        let ones = vec![1.0; g.o];
+        let yb = naive(&g, &vec![0.0; x.len()], &w, Some(&ones));
+        assert!((dot(&yb, &dy) - db.iter().sum::<f64>()).abs() < 1e-10);
+    }
+}
+
+#[test]
+fn f32_and_blocked_paths_agree() {
+    // Enough samples and work to split over cores.
+    let g = geom(8, 8, 8, 1, [1, 12, 12], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]);
+    let x = rand(g.n * g.c * g.ip(), 7);
+    let w = rand(g.o * g.rows(), 8);
+    let want = naive(&g, &x, &w, None);
+    let (xf, wf): (Vec<f32>, Vec<f32>) = (x.iter().map(|&v| v as f32).collect(), w.iter().map(|&v| v as f32).collect());
+    let mut out = vec![0f32; want.len()];
+    forward(&g, &xf, &wf, None, &mut out);
+    for (a, e) in out.iter().zip(&want) {
+        assert!((*a as f64 - e).abs() < 1e-4);
+    }
+}
+
+#[test]
+fn geometry_round_trips_through_the_call_numbers() {
+    for g in cases() {
+        assert_eq!(Geom::from_nums(&g.to_nums(true)), (g, true));
+    }
+}
