@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 12] {
+fn families() -> [&'static [OpDef]; 13] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -22,6 +22,7 @@ fn families() -> [&'static [OpDef]; 12] {
         ops::nn::DEFS,
         ops::optim::DEFS,
         ops::random::DEFS,
+        ops::sequence::DEFS,
         ops::DEFS,
     ]
 }

@@ -13,6 +13,7 @@ pub mod optim;
 pub mod par;
 pub mod random;
 pub mod reduce;
+pub mod sequence;
 pub mod shape;
 pub mod sort;
 pub mod unary;
