@@ -1,6 +1,6 @@
 """Gluon: the high-level training interface (``mx.gluon``), following MXNet 1.9.1."""
 
-from . import data, loss, nn, utils
+from . import contrib, data, loss, nn, rnn, utils
 from .block import Block, HybridBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
 from .trainer import Trainer
@@ -13,8 +13,10 @@ __all__ = [
     "Parameter",
     "ParameterDict",
     "Trainer",
+    "contrib",
     "data",
     "loss",
     "nn",
+    "rnn",
     "utils",
 ]
