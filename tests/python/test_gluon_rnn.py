@@ -336,3 +336,47 @@ def test_gru_encoder_decoder_copies_reversed_sequences():
     pred = net(nd.array(src), nd.array(lens), nd.array(dec_in)).argmax(axis=2).asnumpy()
     acc = ((pred == tgt) * mask).sum() / mask.sum()
     assert acc > 0.5, acc  # chance is 1 / (V - 1) = 0.2
+
+
+FUSED = np.load(os.path.join(HERE, "fused_rnn.npz"))
+
+
+@pytest.mark.parametrize("key,mode", [("lstm", "lstm"), ("lstm_clip", "lstm"), ("gru", "gru"),
+                                      ("rnn_relu", "rnn_relu"), ("rnn_tanh", "rnn_tanh")])
+def test_fused_rnn_operator_matches_mxnet(key, mode):
+    layers, bi, lo, hi = FUSED[f"{key}|cfg"]
+    n = sum(1 for k in FUSED.files if k.startswith(key + "|in"))
+    xs = [nd.array(FUSED[f"{key}|in{i}"]) for i in range(n)]
+    for x in xs:
+        x.attach_grad()
+    clip = {} if lo < -1e8 else {"lstm_state_clip_min": lo, "lstm_state_clip_max": hi}
+    if clip:  # MXNet 1.9.1 clips only under cuDNN: its CPU values are unclipped
+        cy = nd.RNN(*xs, state_size=6, num_layers=1, mode=mode, state_outputs=True, **clip)[2]
+        assert cy.asnumpy().min() >= lo - 1e-7 and cy.asnumpy().max() <= hi + 1e-7
+        clip = {}
+    with autograd.record():
+        res = nd.RNN(*xs, state_size=6, num_layers=int(layers), bidirectional=bool(bi),
+                     mode=mode, state_outputs=True, **clip)
+        loss = sum((r * r).sum() for r in res)
+    loss.backward()
+    assert len(res) == n - 1
+    for i, r in enumerate(res):
+        np.testing.assert_allclose(r.asnumpy(), FUSED[f"{key}|out{i}"], rtol=1e-4, atol=1e-5)
+    for i, x in enumerate(xs):
+        np.testing.assert_allclose(x.grad.asnumpy(), FUSED[f"{key}|grad{i}"], rtol=1e-4,
+                                   atol=1e-5, err_msg=f"input {i}")
+    one = mx.npx.rnn(*xs, state_size=6, num_layers=int(layers), bidirectional=bool(bi),
+                     mode=mode, **clip)
+    np.testing.assert_allclose(one.asnumpy(), res[0].asnumpy(), rtol=1e-6)
+
+
+def test_fused_rnn_operator_errors():
+    x, h = nd.zeros((3, 2, 4)), nd.zeros((1, 2, 5))
+    with pytest.raises(mx.base.MXNetError, match=r"RNN: .*parameters must have shape \(165,\)"):
+        nd.RNN(x, nd.zeros((7,)), h, state_size=5, num_layers=1, mode="gru")
+    with pytest.raises(mx.base.MXNetError, match="RNN: expects 4 inputs for mode lstm"):
+        nd.RNN(x, nd.zeros((7,)), h, state_size=5, num_layers=1, mode="lstm")
+    with pytest.raises(mx.base.MXNetError, match="RNN: mode must be"):
+        nd.RNN(x, nd.zeros((7,)), h, state_size=5, num_layers=1, mode="elman")
+    with pytest.raises(mx.base.MXNetError, match=r"state must have shape \(2, 2, 5\)"):
+        nd.RNN(x, nd.zeros((115,)), h, state_size=5, num_layers=2, mode="rnn_tanh")

@@ -5,13 +5,13 @@ structural names (``_unfused.0.i2h_weight``, ``_unfused.0.l_cell.i2h_weight``), 
 files written by MXNet load; the same gate order and formulas as MXNet's fused ``RNN``
 operator.
 
-The forward is one input-projection gemm for all steps of a layer and direction, then
-one gemm and the gate arithmetic per step (engine operators; autograd differentiates it).
+The forward is the ``RNN`` operator (``ops/sequence/rnn.rs``): one input-projection gemm for
+all steps of a layer and direction, then one gemm and the gate arithmetic per step, as
+engine operators that autograd differentiates through time.
 """
 
 import re
 
-from ... import autograd
 from ... import ndarray as nd
 from ...ndarray import NDArray
 from ..block import HybridBlock
@@ -175,88 +175,30 @@ class _RNNLayer(HybridBlock):
     # ------------------------------------------------------------------ the computation
 
     def _forward_kernel(self, inputs, states, sequence_length, params):
+        """MXNet's fused ``RNN`` operator on the flat parameter vector (all weights, then
+        all biases, layer by layer and direction by direction)."""
         x = nd.swapaxes(inputs, 0, 1) if self._layout == "NTC" else inputs
-        lstm = self._mode == "lstm"
-        h0, c0 = states[0], (states[1] if lstm else None)
-        hs, cs = [], []
-        for layer in range(self._num_layers):
-            outs = []
-            for d in range(self._dir):
-                i = layer * self._dir + d
-                pre = f"{'lr'[d]}{layer}_"
-                xin = x if d == 0 else _reverse(x, sequence_length)
-                y, h, c = self._run(xin, h0[i], c0[i] if lstm else None, params, pre,
-                                    sequence_length)
-                outs.append(y if d == 0 else _reverse(y, sequence_length))
-                hs.append(h)
-                cs.append(c)
-            x = outs[0] if self._dir == 1 else nd.concat(outs[0], outs[1], dim=2)
-            if self._dropout > 0 and layer < self._num_layers - 1 and autograd.is_training():
-                x = nd.Dropout(x, p=self._dropout)
+        proj = self._projection_size is not None
+        flat = nd.concat(*[params[f"{d}{layer}_{g}_{t}"].reshape(-1)
+                           for t in ("weight", "bias")
+                           for layer in range(self._num_layers)
+                           for d in "lr"[: self._dir]
+                           for g in ("i2h", "h2h", "h2r")
+                           if g != "h2r" or (proj and t == "weight")], dim=0)
+        args = [x, flat, *states]
         if sequence_length is not None:
-            x = nd.SequenceMask(x, sequence_length, use_sequence_length=True)
-        out = nd.swapaxes(x, 0, 1) if self._layout == "NTC" else x
-        new_states = [nd.stack(*hs, axis=0)]
-        if lstm:
-            new_states.append(nd.stack(*cs, axis=0))
+            args.append(sequence_length)
+        res = nd.RNN(*args, state_size=self._hidden_size, num_layers=self._num_layers,
+                     bidirectional=self._dir == 2, mode=self._mode, p=self._dropout,
+                     state_outputs=True, projection_size=self._projection_size,
+                     lstm_state_clip_min=self._lstm_state_clip_min,
+                     lstm_state_clip_max=self._lstm_state_clip_max,
+                     lstm_state_clip_nan=self._lstm_state_clip_nan,
+                     use_sequence_length=sequence_length is not None)
+        out, new_states = res[0], list(res[1:])
+        if self._layout == "NTC":
+            out = nd.swapaxes(out, 0, 1)
         return out, new_states
-
-    def _run(self, x, h, c, params, pre, sequence_length):
-        """One layer and direction over the (T, N, C) sequence ``x``: outputs (T, N, ·), the
-        final h and (LSTM) c."""
-        steps, batch, width = x.shape
-        ng = self._gates * self._hidden_size
-        w_i, b_i = params[pre + "i2h_weight"], params[pre + "i2h_bias"]
-        w_h, b_h = params[pre + "h2h_weight"], params[pre + "h2h_bias"]
-        w_r = params.get(pre + "h2r_weight")
-        xp = nd.FullyConnected(x.reshape((steps * batch, width)), w_i, b_i, num_hidden=ng)
-        xp = xp.reshape((steps, batch, ng))
-        ys, hs, cs = [], [], []
-        for t in range(steps):
-            gi, gh = xp[t], nd.FullyConnected(h, w_h, b_h, num_hidden=ng)
-            if self._mode == "lstm":
-                h, c = self._lstm_step(gi + gh, c, w_r)
-                cs.append(c)
-            elif self._mode == "gru":
-                h = _gru_step(gi, gh, h)
-            else:
-                h = nd.Activation(gi + gh, act_type="relu" if self._mode == "rnn_relu" else "tanh")
-            ys.append(h)
-            hs.append(h)
-        y = nd.stack(*ys, axis=0)
-        if sequence_length is not None:
-            last = lambda v: nd.SequenceLast(nd.stack(*v, axis=0), sequence_length,
-                                             use_sequence_length=True)
-            h = last(hs)
-            c = last(cs) if cs else None
-        return y, h, c
-
-    def _lstm_step(self, gates, c, w_r):
-        i, f, g, o = nd.split(gates, num_outputs=4, axis=1)
-        c = nd.sigmoid(f) * c + nd.sigmoid(i) * nd.tanh(g)
-        lo, hi = self._lstm_state_clip_min, self._lstm_state_clip_max
-        if lo is not None or hi is not None:
-            c = nd.clip(c, -3.4e38 if lo is None else lo, 3.4e38 if hi is None else hi)
-        h = nd.sigmoid(o) * nd.tanh(c)
-        if w_r is not None:
-            h = nd.FullyConnected(h, w_r, None, num_hidden=w_r.shape[0], no_bias=True)
-        return h, c
-
-
-def _gru_step(gi, gh, h):
-    i_r, i_z, i_n = nd.split(gi, num_outputs=3, axis=1)
-    h_r, h_z, h_n = nd.split(gh, num_outputs=3, axis=1)
-    r = nd.sigmoid(i_r + h_r)
-    z = nd.sigmoid(i_z + h_z)
-    n = nd.tanh(i_n + r * h_n)
-    return (1 - z) * n + z * h
-
-
-def _reverse(x, sequence_length):
-    """``x`` (T, N, ...) reversed in time (within each sequence's length when given)."""
-    if sequence_length is None:
-        return nd.flip(x, axis=0)
-    return nd.SequenceReverse(x, sequence_length, use_sequence_length=True)
 
 
 class RNN(_RNNLayer):

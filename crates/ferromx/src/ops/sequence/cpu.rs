@@ -253,6 +253,7 @@ struct Dims {
 }
 
 /// `c = alpha * a · b` for every `(batch, head)`, accumulating in f64.
+#[allow(clippy::too_many_arguments)]
 fn bmm<T: Elem>(dm: Dims, a: &[T], sa: Mat, b: &[T], sb: Mat, c: &mut [T], sc: Mat, alpha: f64) {
     let mut row = vec![0.0f64; dm.kk];
     for bi in 0..dm.batch {

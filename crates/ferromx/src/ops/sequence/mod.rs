@@ -9,6 +9,7 @@
 //! `_backward_*` operators).
 
 mod cpu;
+mod rnn;
 #[cfg(test)]
 mod tests;
 
@@ -54,6 +55,7 @@ const ARANGE_PARAMS: &[ParamDef] = &[
 const SECOND_ORDER: &str = "second-order gradients of the interleaved attention products are not implemented";
 
 /// A sequence operator's definition (shared fields).
+#[allow(clippy::too_many_arguments)]
 const fn seq_def(
     name: &'static str,
     npx: &'static [&'static str],
@@ -254,6 +256,19 @@ pub static DEFS: &[OpDef] = &[
         &["keys_values", "attention", "out_grad"],
         cpu::encdec_valatt_backward,
     ),
+    OpDef {
+        name: "RNN",
+        aliases: Aliases { nd: &[], np: &[], npx: &["rnn"], fluent: false },
+        inputs: rnn::INPUTS,
+        outputs: &["out", "hy", "cy"],
+        params: rnn::PARAMS,
+        doc: "Fused recurrent layers (rnn_relu, rnn_tanh, lstm, gru) over a (seq, batch, input) sequence with \
+              MXNet's flat parameter vector; composed of engine operators, differentiated through time.",
+        forward: rnn::forward,
+        grad: Grad::Recorded,
+        cpu: KernelSlot::Inline,
+        ..OpDef::BASE
+    },
 ];
 
 const fn masked_def(name: &'static str, npx: &'static [&'static str], doc: &'static str) -> OpDef {
