@@ -52,6 +52,13 @@ def nd_names(d):
     return own + list(d["nd"])
 
 
+def contrib_names(d):
+    """The name an operator has in ``nd.contrib`` (``_contrib_div_sqrt_dim`` is
+    ``contrib.div_sqrt_dim``), or none."""
+    n = d["name"]
+    return [n[len("_contrib_"):]] if n.startswith("_contrib_") else []
+
+
 def docstring(d, public):
     """MXNet-style docstring: description, parameters with types and defaults, returns."""
     lines = [d["doc"], "", "Parameters", "----------"]
@@ -177,13 +184,21 @@ def build(env):
     return fns
 
 
+def build_contrib(env):
+    """The generated ``nd.contrib`` functions (operators named ``_contrib_*``), by name."""
+    return {public: make_op(d, public, env) for d in TABLE for public in contrib_names(d)}
+
+
 def install_aliases(ns, namespace, nd):
     """Binds the table's ``np`` or ``npx`` aliases (``namespace``) in module dict ``ns``
-    to the ``nd`` functions, where the module does not define the name itself."""
+    to the ``nd`` (or ``nd.contrib``) functions, where the module does not define the
+    name itself."""
     for d in TABLE:
         for alias in d[namespace]:
             if alias not in ns:
-                ns[alias] = getattr(nd, nd_names(d)[0])
+                names = nd_names(d)
+                ns[alias] = (getattr(nd, names[0]) if names
+                             else getattr(nd.contrib, contrib_names(d)[0]))
 
 
 def fluent_names():

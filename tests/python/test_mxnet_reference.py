@@ -79,6 +79,9 @@ KNOWN_DIFFERENCES = {
         "lenient: in-place op with a float operand on an int array casts (MXNet rejects)"
     ),
     r"^nd\.hypot\(": "lenient: nd.hypot exists in ferromx (MXNet 1.9.1's nd has broadcast_hypot)",
+    r"\.transpose\(\d+, ?\d+": (
+        "lenient: x.transpose(2, 0, 1) takes separate axes as NumPy's method does (MXNet's nd rejects)"
+    ),
     r"^nd\.elemwise_(add|sub|mul|div)\(": (
         "lenient: elemwise_* broadcast compatible shapes (MXNet requires equal shapes)"
     ),

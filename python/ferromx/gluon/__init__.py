@@ -1,6 +1,6 @@
 """Gluon: the high-level training interface (``mx.gluon``), following MXNet 1.9.1."""
 
-from . import contrib, data, loss, model_zoo, nn, utils
+from . import contrib, data, loss, model_zoo, nn, rnn, utils
 from .block import Block, HybridBlock, SymbolBlock
 from .parameter import Constant, DeferredInitializationError, Parameter, ParameterDict
 from .trainer import Trainer
@@ -19,5 +19,6 @@ __all__ = [
     "loss",
     "model_zoo",
     "nn",
+    "rnn",
     "utils",
 ]

@@ -27,6 +27,20 @@ def install(ns):
         def method(self, *args, _fn=fn, **kwargs):
             return _fn(self, *args, **kwargs)
 
+        if name == "transpose":
+            method = _transpose_method(fn)
         method.__name__ = name
         method.__doc__ = fn.__doc__
         setattr(NDArray, name, method)
+
+
+def _transpose_method(fn):
+    """``x.transpose(0, 2, 1, 3)``: separate integer axes (NumPy's method form) are one
+    ``axes`` tuple; ``x.transpose((0, 2, 1, 3))`` and ``axes=`` work as before."""
+
+    def method(self, *args, **kwargs):
+        if len(args) > 1 and all(isinstance(a, int) for a in args):
+            args = (tuple(args),)
+        return fn(self, *args, **kwargs)
+
+    return method

@@ -31,5 +31,6 @@ class _Env:
 
 
 _FNS = _op_gen.build(_Env)
+CONTRIB_FNS = _op_gen.build_contrib(_Env)
 globals().update(_FNS)
 __all__ = sorted(_FNS)  # noqa: PLE0605 - names generated from the table

@@ -1,8 +1,11 @@
-"""``nd.contrib``: the few contrib operators ferromx needs."""
+"""``nd.contrib``: the table's ``_contrib_*`` operators (``div_sqrt_dim``, ``arange_like``,
+the interleaved attention products) and a few hand-written ones."""
 
+from ._op import CONTRIB_FNS as _CONTRIB
 from .ndarray import invoke
 
-__all__ = ["AdaptiveAvgPooling2D", "BilinearResize2D", "adagrad_update"]
+globals().update(_CONTRIB)
+__all__ = ["AdaptiveAvgPooling2D", "BilinearResize2D", "adagrad_update", *sorted(_CONTRIB)]  # noqa: PLE0604
 
 
 def adagrad_update(weight, grad, history, out=None, **kwargs):

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 16] {
+fn families() -> [&'static [OpDef]; 17] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -26,6 +26,7 @@ fn families() -> [&'static [OpDef]; 16] {
         ops::optim::DEFS,
         ops::random::DEFS,
         ops::image::DEFS,
+        ops::sequence::DEFS,
         ops::DEFS,
     ]
 }

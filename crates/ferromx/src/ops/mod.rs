@@ -17,6 +17,7 @@ pub mod par;
 pub mod pool;
 pub mod random;
 pub mod reduce;
+pub mod sequence;
 pub mod shape;
 pub mod sort;
 pub mod unary;
