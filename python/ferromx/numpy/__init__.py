@@ -317,7 +317,23 @@ from .. import _op_gen as _gen
 
 _gen.install_aliases(globals(), "np", _nd)
 
-from . import random  # noqa: F401
+from . import (  # noqa: F401  # noqa: F401
+    _math,
+    _shape,
+    arrayprint,
+    fallback,
+    fallback_linalg,
+    function_base,
+    linalg,
+    random,
+    stride_tricks,
+    utils,
+)
+from ._math import *
+from ._shape import *
+from .arrayprint import set_printoptions  # noqa: F401
+from .fallback import *
 from .io import load as load
 from .io import save as save
 from .io import savez as savez
+from .utils import NAN, NINF, PINF, NaN, finfo  # noqa: F401
