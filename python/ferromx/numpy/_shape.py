@@ -48,6 +48,7 @@ __all__ = [
     "moveaxis",
     "msort",
     "ndim",
+    "pad",
     "repeat",
     "resize",
     "roll",
@@ -807,3 +808,87 @@ def insert(arr, obj, values, axis=None):
 def msort(a):
     """A copy sorted along the first axis."""
     return sort(a, axis=0)
+
+
+def _pad_widths(pad_width, ndim):
+    pw = _onp.asarray(pad_width, dtype="int64")
+    if pw.ndim == 0:
+        pw = _onp.full((ndim, 2), int(pw))
+    elif pw.ndim == 1:
+        pw = _onp.broadcast_to(pw.reshape(-1)[:2] if pw.size >= 2 else
+                               _onp.repeat(pw, 2), (ndim, 2))
+    pw = _onp.broadcast_to(pw, (ndim, 2))
+    if (pw < 0).any():
+        raise ValueError("pad: index can't contain negative values")
+    return [(int(a), int(b)) for a, b in pw]
+
+
+def _pad_side(x, ax, width, mode, before, value):
+    from . import full
+
+    n = x.shape[ax]
+    if mode == "constant":
+        shp = list(x.shape)
+        shp[ax] = width
+        return full(tuple(shp), value, dtype=x._dtype_name, ctx=x.context)
+    if mode == "edge":
+        edge = _nd.slice_axis(x, axis=ax, begin=0, end=1) if before else \
+            _nd.slice_axis(x, axis=ax, begin=n - 1, end=n)
+        return _nd.repeat(edge, repeats=width, axis=ax)
+    if mode in ("maximum", "minimum", "mean"):
+        red = {"maximum": "max", "minimum": "min", "mean": "mean"}[mode]
+        stat = getattr(x, red)(axis=ax, keepdims=True)
+        return _nd.repeat(stat, repeats=width, axis=ax)
+    # reflect / symmetric, possibly wider than the array: build repeatedly
+    parts, got = [], 0
+    cur = x
+    while got < width:
+        if mode == "reflect":
+            if n < 2:
+                return _pad_side(x, ax, width, "edge", before, value)
+            src = _nd.slice_axis(cur, axis=ax, begin=1, end=n) if before else \
+                _nd.slice_axis(cur, axis=ax, begin=0, end=n - 1)
+        else:
+            src = cur
+        src = flip(src, ax)
+        take_n = builtins.min(width - got, src.shape[ax])
+        piece = _nd.slice_axis(src, axis=ax, begin=src.shape[ax] - take_n, end=src.shape[ax]) \
+            if before else _nd.slice_axis(src, axis=ax, begin=0, end=take_n)
+        parts.append(piece)
+        got += take_n
+        cur = flip(cur, ax)
+    if before:
+        parts = parts[::-1]
+    return parts[0] if len(parts) == 1 else _nd.concat(*parts, dim=ax)
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """``array`` padded per axis by ``pad_width`` (``((before, after), ...)``).
+
+    Modes: ``'constant'`` (``constant_values``), ``'edge'``, ``'reflect'``, ``'symmetric'``,
+    ``'maximum'``, ``'minimum'``, ``'mean'``."""
+    x = _a(array)
+    modes = ("constant", "edge", "reflect", "symmetric", "maximum", "minimum", "mean")
+    if mode not in modes:
+        raise ValueError(f"pad: mode {mode!r} is not supported (one of {modes})")
+    value = kwargs.pop("constant_values", 0)
+    kwargs.pop("reflect_type", None)
+    if kwargs:
+        raise TypeError(f"pad: unexpected keyword arguments {sorted(kwargs)}")
+    if not isinstance(value, numbers.Number):
+        raise NotImplementedError("pad: only a scalar constant_values is supported")
+    res = x
+    for ax, (b, a) in enumerate(_pad_widths(pad_width, x.ndim)):
+        if b == 0 and a == 0:
+            continue
+        if res.shape[ax] == 0 and mode != "constant":
+            raise ValueError(f"pad: can't extend empty axis {ax} using modes other than "
+                             f"'constant'")
+        parts = []
+        if b:
+            parts.append(_pad_side(res, ax, b, mode, True, value))
+        parts.append(res)
+        if a:
+            parts.append(_pad_side(res, ax, a, mode, False, value))
+        res = _nd.concat(*parts, dim=ax)
+    return res if res is not x else x.copy()
