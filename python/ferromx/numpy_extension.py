@@ -2,8 +2,8 @@
 
 from . import _native
 from . import ndarray as _nd
-from .base import check_call, classproperty, with_metaclass
-from .context import (
+from .base import check_call, classproperty, with_metaclass  # noqa: F401
+from .context import (  # noqa: F401
     Context,
     cpu,
     cpu_pinned,
@@ -14,7 +14,7 @@ from .context import (
 )
 
 # the NumPy-semantics flags live in ``util`` (the single source of that state)
-from .util import is_np_array, is_np_shape, reset_np, set_np
+from .util import is_np_array, is_np_shape, reset_np, set_np  # noqa: F401
 
 
 def waitall():
@@ -33,8 +33,8 @@ leaky_relu = _nd.LeakyReLU
 cast, gather_nd, reshape_like, slice = _nd.cast, _nd.gather_nd, _nd.reshape_like, _nd.slice
 smooth_l1, erf, gamma, gammaln = _nd.smooth_l1, _nd.erf, _nd.gamma, _nd.gammaln
 from . import _npx_extra as _extra
-from . import _npx_random as random
-from . import _npx_utils as utils
+from . import _npx_random as random  # noqa: F401
+from . import _npx_utils as utils  # noqa: F401
 
 arange_like, constraint_check, erfinv = _extra.arange_like, _extra.constraint_check, _extra.erfinv
 get_cuda_compute_capability = _extra.get_cuda_compute_capability

@@ -556,7 +556,7 @@ def linalg_maketrian(A, offset=0, lower=True, out=None, name=None):
     """Triangular matrices from packed triangles (the inverse of ``linalg_extracttrian``)."""
     m = A.shape[-1]
     k = abs(offset)
-    n = int(round((math.sqrt(8 * m + 1) - 1) / 2)) + k
+    n = round((math.sqrt(8 * m + 1) - 1) / 2) + k
     low = lower if offset == 0 else offset < 0
     idx = _trian_index(n, offset, low)
     if idx.size != m:

@@ -12,7 +12,7 @@ import numpy as _onp
 
 from .. import _native
 from .. import ndarray as _nd
-from ..context import _ctx_str, current_context
+from ..context import _ctx_str, current_context  # noqa: F401
 from ..ndarray.ndarray import _dtype_name, _np_default_dtype, _shape_arg
 from .multiarray import _default_float, ndarray
 
@@ -317,7 +317,7 @@ from .. import _op_gen as _gen
 
 _gen.install_aliases(globals(), "np", _nd)
 
-from . import (
+from . import (  # noqa: F401
     _math,
     _shape,
     arrayprint,
@@ -331,9 +331,9 @@ from . import (
 )
 from ._math import *
 from ._shape import *
-from .arrayprint import set_printoptions
+from .arrayprint import set_printoptions  # noqa: F401
 from .fallback import *
 from .io import load as load
 from .io import save as save
 from .io import savez as savez
-from .utils import NAN, NINF, PINF, NaN, finfo
+from .utils import NAN, NINF, PINF, NaN, finfo  # noqa: F401

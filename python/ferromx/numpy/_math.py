@@ -109,7 +109,7 @@ def isnan(x, out=None):
 
     if not _is_float(x):
         return _out(zeros(x.shape, dtype="bool", ctx=x.context), out)
-    res = x != x
+    res = x != x  # noqa: PLR0124 - the NaN test, on the engine
     return _out(res, out)
 
 

@@ -29,7 +29,7 @@ def _vector_norm(x, ord, axis, keepdims):
     if ord == 1:
         return a.sum(axis=axis, keepdims=keepdims)
     if isinstance(ord, str):
-        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")
+        raise ValueError(f"norm: invalid norm order {ord!r} for vectors")  # noqa: TRY004
     return (a ** float(ord)).sum(axis=axis, keepdims=keepdims) ** (1.0 / float(ord))
 
 
