@@ -337,3 +337,21 @@ from .io import load as load
 from .io import save as save
 from .io import savez as savez
 from .utils import NAN, NINF, PINF, NaN, finfo  # noqa: F401
+
+
+def _all_method(self, axis=None, out=None, keepdims=False):
+    """Whether all elements along ``axis`` are true (a bool array)."""
+    return _math.all(self, axis=axis, out=out, keepdims=keepdims)
+
+
+def _any_method(self, axis=None, out=None, keepdims=False):
+    """Whether any element along ``axis`` is true (a bool array)."""
+    return _math.any(self, axis=axis, out=out, keepdims=keepdims)
+
+
+def _cumsum_method(self, axis=None, dtype=None, out=None):
+    """Cumulative sum along ``axis``."""
+    return _shape.cumsum(self, axis=axis, dtype=dtype, out=out)
+
+
+ndarray.all, ndarray.any, ndarray.cumsum = _all_method, _any_method, _cumsum_method

@@ -489,15 +489,23 @@ def _index_array(indices, ctx):
 def take(a, indices, axis=None, mode="raise", out=None):
     """Elements of ``a`` at ``indices`` along ``axis`` (the flattened array when None).
 
-    ``mode`` is ``'clip'`` or ``'wrap'``; ``'raise'`` (NumPy's default) clips, as MXNet's
-    np does."""
+    ``mode``: ``'raise'`` (out-of-range indices raise ``IndexError``; the bounds are read
+    from the engine), ``'clip'`` or ``'wrap'``."""
     a = _a(a)
     if mode not in ("raise", "clip", "wrap"):
         raise ValueError(f"take: mode must be 'raise', 'clip' or 'wrap', got {mode!r}")
     idx = _index_array(indices, a.context)
     if axis is None:
         a, axis = a.reshape(-1), 0
-    res = _nd.take(a, idx, axis=_ax(axis, a.ndim, "take"),
+    ax = _ax(axis, a.ndim, "take")
+    if mode == "raise" and idx.size:
+        n = a.shape[ax]
+        lo, hi = int(idx.min().item()), int(idx.max().item())
+        if lo < -n or hi >= n:
+            raise IndexError(f"take: index {hi if hi >= n else lo} is out of bounds for axis "
+                             f"{axis} with size {n}")
+        idx = _nd.where(idx < 0, idx + n, idx) if lo < 0 else idx
+    res = _nd.take(a, idx, axis=ax,
                    mode="wrap" if mode == "wrap" else "clip")
     return _out(res, out)
 
@@ -557,8 +565,8 @@ def argsort(a, axis=-1, kind=None, order=None):
 def cumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum along ``axis`` (the flattened array when None).
 
-    A log-step scan of shifted additions (exact for integers); bool and small integers
-    accumulate in int64, as NumPy does."""
+    A log-step scan of shifted additions (exact for integers); integers keep their dtype
+    (MXNet's np: int32 stays int32), bool accumulates in int64."""
     from . import zeros
 
     a = _a(a)
@@ -567,7 +575,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
     ax = _ax(axis, a.ndim, "cumsum")
     if dtype is not None:
         a = a.astype(dtype)
-    elif a._dtype_name in ("bool", "int8", "uint8", "int32"):
+    elif a._dtype_name == "bool":
         a = a.astype("int64")
     n = a.shape[ax]
     res = a.copy()
