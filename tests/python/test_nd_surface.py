@@ -170,3 +170,65 @@ def test_misc_operators():
         nd.cast_storage(x, "csr")
     close(nd.erfinv(nd.array([0.5, -0.3])), [0.4769362762, -0.2724627147], rtol=1e-5)
     assert nd.numpy.sum is mx.np.sum and nd.npx.relu is mx.npx.relu
+
+
+def test_optimizer_updates_match_mxnet():
+    """The composed update operators against MXNet 1.9.1 (``record_updates.py``)."""
+    with open(os.path.join(os.path.dirname(FIX), "updates.json")) as f:
+        ref = json.load(f)
+    cases = _update_cases()
+    assert set(cases) == set(ref)
+    for name, fn in cases.items():
+        w, g = nd.array(UW), nd.array(UG)
+        states = [nd.array(US), nd.array([0.4, 0.1, 0.2, 0.3]), nd.array([0.0, 0.1, -0.1, 0.2])]
+        out = fn(w, g, states)
+        close(out, ref[name]["out"], rtol=1e-3, atol=1e-3)
+        for s, r in zip(states, ref[name]["states"]):
+            close(s, r, rtol=1e-4, atol=1e-5)
+
+
+UW = [0.5, -1.0, 2.0, 0.0]
+UG = [0.3, -0.2, 1.5, -4.0]
+US = [0.1, 0.2, -0.3, 0.05]
+
+
+def _update_cases():
+    def multi_mom(w, g, s):
+        nd.multi_sgd_mom_update(w, g, s[0], s[1], g, s[2], lrs=(0.1, 0.2), wds=(0.0, 0.01),
+                                momentum=0.9, num_weights=2, out=[w, s[1]])
+        return w
+
+    def preloaded(w, g, s):
+        nd.preloaded_multi_sgd_update(w, g, s[0], g, nd.array([0.1, 0.2]),
+                                      nd.array([0.01, 0.0]), num_weights=2, out=[w, s[0]])
+        return w
+
+    a = nd.array
+    return {
+        "signsgd": lambda w, g, s: nd.signsgd_update(w, g, lr=0.1, wd=0.01, clip_gradient=1.0),
+        "signum": lambda w, g, s: nd.signum_update(w, g, s[0], lr=0.1, momentum=0.9, wd=0.01,
+                                                   wd_lh=0.02, rescale_grad=0.5),
+        "ftrl": lambda w, g, s: nd.ftrl_update(w, g, s[0], s[1], lr=0.1, lamda1=0.01, beta=1.0,
+                                               wd=0.01, clip_gradient=2.0),
+        "ftml": lambda w, g, s: nd.ftml_update(w, g, s[1], s[0], s[2], lr=0.1, t=3, wd=0.01,
+                                               rescale_grad=0.5),
+        "lamb1": lambda w, g, s: nd.lamb_update_phase1(w, g, s[0], s[1], t=2, wd=0.01),
+        "lamb1_nobias": lambda w, g, s: nd.lamb_update_phase1(
+            w, g, s[0], s[1], t=2, wd=0.01, bias_correction=False, clip_gradient=1.0),
+        "lamb2": lambda w, g, s: nd.lamb_update_phase2(w, g, a([2.0]), a([0.5]), lr=0.1,
+                                                       upper_bound=1.5),
+        "lamb2_zero": lambda w, g, s: nd.lamb_update_phase2(w, g, a([0.0]), a([0.5]), lr=0.1),
+        "mp_sgd_mom": lambda w, g, s: nd.mp_sgd_mom_update(
+            w.astype("float16"), g.astype("float16"), s[0], s[1], lr=0.1, momentum=0.9,
+            wd=0.01),
+        "mp_nag_mom": lambda w, g, s: nd.mp_nag_mom_update(
+            w.astype("float16"), g.astype("float16"), s[0], s[1], lr=0.1, momentum=0.9,
+            wd=0.01),
+        "mp_sgd": lambda w, g, s: nd.mp_sgd_update(
+            w.astype("float16"), g.astype("float16"), s[1], lr=0.1, wd=0.01, clip_gradient=1.0),
+        "multi_lars": lambda w, g, s: nd.multi_lars(a([0.1, 0.2, 0.3]), a([4.0, 0.0, 9.0]),
+                                                    a([1.0, 2.0, 0.25]), a([0.01, 0.0, 0.1]),
+                                                    eta=0.5, eps=1e-3, rescale_grad=2.0),
+        "multi_sgd_mom": multi_mom,
+        "preloaded_multi_sgd": preloaded,
+    }

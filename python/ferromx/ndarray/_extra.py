@@ -53,6 +53,7 @@ __all__ = [
     "linalg_sumlogdiag",
     "linalg_syrk",
     "linalg_trmm",
+    "load_frombuffer",
     "make_loss",
     "moments",
     "multi_all_finite",
@@ -692,3 +693,15 @@ def multi_sum_sq(*data, num_arrays=None, out=None, name=None):
     nd = _nd()
     parts = [(d.astype("float32") ** 2).sum().reshape((1,)) for d in data]
     return _store(nd.concat(*parts, dim=0), out)
+
+
+def load_frombuffer(buf):
+    """Loads arrays from the bytes of an MXNet NDArray file (as ``nd.load`` does from a file):
+    a list, or a dict when the file has names."""
+    from .. import serialization
+
+    if not isinstance(buf, (bytes, bytearray, memoryview)):
+        raise TypeError(f"load_frombuffer: buf must be bytes, got {type(buf).__name__}")
+    arrays, names = serialization.loads_host(bytes(buf))
+    values = [serialization.to_ndarray(h) for h in arrays]
+    return dict(zip(names, values)) if names else values

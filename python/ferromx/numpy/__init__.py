@@ -333,6 +333,7 @@ from ._math import *
 from ._shape import *
 from .arrayprint import set_printoptions  # noqa: F401
 from .fallback import *
+from .io import genfromtxt as genfromtxt
 from .io import load as load
 from .io import save as save
 from .io import savez as savez
