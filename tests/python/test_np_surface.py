@@ -277,3 +277,17 @@ def test_npx_functions():
     assert npx.leaky_relu is mx.nd.LeakyReLU and npx.Context is mx.Context
     with pytest.raises(ValueError, match="gpu context"):
         npx.get_cuda_compute_capability(mx.cpu())
+
+
+def test_ndarray_methods():
+    x = np.array(A)
+    same(x.cumsum(axis=0), onp.cumsum(A, axis=0))
+    same(x.std(axis=1, ddof=1), onp.std(A, axis=1, ddof=1), rtol=1e-4)
+    same(x.var(), onp.var(A), rtol=1e-4)
+    assert (x > 0.5).all(axis=0).tolist() == (A > 0.5).all(axis=0).tolist()
+    assert (x > 0.5).any().item() == bool((A > 0.5).any())
+    z = onp.array([[0.0, 1.0], [2.0, 0.0]], dtype="float32")
+    got = np.array(z).nonzero()
+    assert len(got) == 2
+    for ours, ref in zip(got, onp.nonzero(z)):
+        same(ours, ref)

@@ -355,4 +355,20 @@ def _cumsum_method(self, axis=None, dtype=None, out=None):
     return _shape.cumsum(self, axis=axis, dtype=dtype, out=out)
 
 
+def _std_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """Standard deviation along ``axis``."""
+    return _math.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+
+def _var_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """Variance along ``axis``."""
+    return _math.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+
+def _nonzero_method(self):
+    """Indices of the nonzero elements, one int64 array per axis."""
+    return nonzero(self)
+
+
 ndarray.all, ndarray.any, ndarray.cumsum = _all_method, _any_method, _cumsum_method
+ndarray.std, ndarray.var, ndarray.nonzero = _std_method, _var_method, _nonzero_method
