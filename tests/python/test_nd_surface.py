@@ -45,6 +45,9 @@ LOSSES = {
         x, nd.array([[0.0, 1, 0], [1, 0, 1]])),
     "MAERegressionOutput": lambda x: nd.MAERegressionOutput(
         x, nd.array([[0.5, 1.0, 2.0], [3.0, 7.0, 5.0]])),
+    "SVMOutput": lambda x: nd.SVMOutput(x - 3, nd.array(LAB), margin=1.5,
+                                        regularization_coefficient=0.5),
+    "SVMOutput_linear": lambda x: nd.SVMOutput(x - 4, nd.array([1.0, 0.0]), use_linear=True),
     "MakeLoss_batch": lambda x: nd.MakeLoss(x * 3, grad_scale=0.5, normalization="batch"),
     "MakeLoss_valid": lambda x: nd.MakeLoss(x - 3, normalization="valid", valid_thresh=0.5),
 }
@@ -169,6 +172,7 @@ def test_misc_operators():
     with pytest.raises(NotImplementedError, match="sparse"):
         nd.cast_storage(x, "csr")
     close(nd.erfinv(nd.array([0.5, -0.3])), [0.4769362762, -0.2724627147], rtol=1e-5)
+    assert nd.utils.load_frombuffer is nd.load_frombuffer
     assert nd.numpy.sum is mx.np.sum and nd.npx.relu is mx.npx.relu
 
 

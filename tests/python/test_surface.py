@@ -72,7 +72,7 @@ MODULES = {
                                  "gen_op", "gen_sparse", "get_indexing_dispatch_code",
                                  "get_oshape_of_gather_nd_op",
                                  "indexing_key_expand_implicit_axes", "register")},
-    }, 283),
+    }, 285),
     "mxnet.numpy": (False, {
         **{n: "integer bitwise kernels are not in ferromx yet (Rust)"
            for n in ("bitwise_and", "bitwise_or", "bitwise_xor")},

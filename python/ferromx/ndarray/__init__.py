@@ -380,6 +380,7 @@ from . import random, linalg, contrib  # noqa: E402
 from . import _extra  # noqa: E402
 from ._extra import *  # noqa: E402,F403
 from ._updates import *  # noqa: E402,F403
+from . import utils  # noqa: E402
 from ._fluent import install as _install_fluent  # noqa: E402
 
 _install_fluent(globals())

@@ -26,6 +26,7 @@ __all__ = [
     "LogisticRegressionOutput",
     "MAERegressionOutput",
     "MakeLoss",
+    "SVMOutput",
     "Softmax",
     "SoftmaxActivation",
     "SoftmaxOutput",
@@ -705,3 +706,25 @@ def load_frombuffer(buf):
     arrays, names = serialization.loads_host(bytes(buf))
     values = [serialization.to_ndarray(h) for h in arrays]
     return dict(zip(names, values)) if names else values
+
+
+def SVMOutput(data, label, margin=1.0, regularization_coefficient=1.0, use_linear=False,
+              out=None, name=None):
+    """Forward ``data``; backward is MXNet's hinge gradient (squared hinge unless
+    ``use_linear``) for rows of class scores ``data`` and class indices ``label``."""
+    nd = _nd()
+
+    def grad(o, x, lab):
+        k = x.shape[-1]
+        flat = x.reshape((-1, k))
+        oh = nd.one_hot(lab.reshape((-1,)).astype("int64"), depth=k, dtype=x._dtype_name)
+        signed = flat * (2 * oh - 1)  # src for the label class, -src for the others
+        active = (signed < margin).astype(x._dtype_name)
+        if use_linear:
+            g = active * regularization_coefficient
+        else:
+            g = active * 2.0 * (margin - signed) * regularization_coefficient
+        g = g * (1 - 2 * oh)  # the label class moves up, the others down
+        return [g.reshape(x.shape), nd.zeros_like(lab)]
+
+    return _store(_FixedGrad(lambda x, _lab: x.copy(), grad)(data, label), out)
