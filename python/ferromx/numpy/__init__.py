@@ -329,7 +329,9 @@ from . import (  # noqa: F401
     stride_tricks,
     utils,
 )
+from ._index import *
 from ._math import *
+from ._misc import *
 from ._shape import *
 from .arrayprint import set_printoptions  # noqa: F401
 from .fallback import *
