@@ -1,6 +1,7 @@
 """``mx.np`` / ``mx.np.random`` / ``mx.npx`` functions composed of engine operators, against
-NumPy (and MXNet 1.9.1's own choices where they differ: int32 ``cumsum`` keeps int32,
-``npx.reshape`` codes, ``take`` raising on out-of-range indices)."""
+NumPy, and against recorded MXNet 1.9.1 results (``tests/fixtures/np_surface/np_surface.json``)
+where MXNet's semantics are its own (int32 ``cumsum`` keeps int32, ``npx.reshape`` codes,
+``take`` raising on out-of-range indices, result dtypes)."""
 
 import ferromx as mx
 import numpy as onp
@@ -291,3 +292,49 @@ def test_ndarray_methods():
     assert len(got) == 2
     for ours, ref in zip(got, onp.nonzero(z)):
         same(ours, ref)
+
+
+def _recorded():
+    import json
+    import os
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
+                        "np_surface", "np_surface.json")
+    with open(path) as f:
+        return json.load(f)
+
+
+def test_recorded_mxnet_semantics():
+    """Against MXNet 1.9.1's own results (``record_np_surface.py``)."""
+    ref = _recorded()
+    for src, spec, rev, shape in ref["reshape"]:
+        if shape is None:
+            with pytest.raises(ValueError, match="npx.reshape"):
+                npx.reshape(np.zeros(tuple(src)), tuple(spec), reverse=rev)
+        else:
+            got = npx.reshape(np.zeros(tuple(src)), tuple(spec), reverse=rev).shape
+            assert list(got) == shape, (src, spec, rev)
+    c = np.cumsum(np.array([1, 2, 3], dtype="int32"))
+    assert [c.tolist(), str(c.dtype)] == ref["cumsum_int32"]
+    assert ref["take_out_of_range_raises"]
+    with pytest.raises(IndexError):
+        np.take(np.array([1.0, 2.0, 3.0]), np.array([5]))
+    h, e = np.histogram(np.array([1.0, 2, 2, 3, 4]), bins=3, range=(1, 4))
+    assert [h.tolist(), str(h.dtype), e.tolist(), str(e.dtype)] == ref["histogram"]
+    assert str(np.random.multinomial(10, [0.5, 0.5]).dtype) == ref["multinomial_dtype"]
+    assert str(np.random.choice(5, 3, replace=False).dtype) == ref["choice_dtype"]
+    assert str(np.random.randint(5, size=(2,)).dtype) == ref["randint_dtype"]
+    assert list(np.random.gamma(2.0).shape) == ref["gamma_scalar_shape"]
+    same(npx.erfinv(np.array([0.5, -0.9, 0.0, 0.999])), ref["erfinv"], rtol=2e-6)
+    same(npx.arange_like(np.zeros((2, 3)), axis=1), ref["arange_like_axis"])
+    same(npx.arange_like(np.zeros((5,)), start=1.0, repeat=2), ref["arange_like_repeat"])
+    s = npx.shape_array(np.zeros((2, 3)))
+    assert [s.tolist(), str(s.dtype)] == ref["shape_array"]
+    nz = npx.nonzero(np.array([[0, 1], [2, 0]]))
+    assert [nz.tolist(), str(nz.dtype)] == ref["npx_nonzero"]
+    same(np.quantile(np.array([1.0, 2, 3, 4]), np.array([0.25, 0.6])), ref["quantile"])
+    assert np.linalg.norm(np.array([[1.0, 2], [3, 4]]), 1).item() == ref["norm_1"]
+    same(np.around(np.array([0.5, 1.5, 2.5, -0.5, -1.5])), ref["around_halves"])
+    assert str(np.var(np.array([1, 2, 4])).dtype) == ref["var_int_dtype"]
+    assert type(np.allclose(np.ones(2), np.ones(2))).__name__ == ref["allclose_type"]
+    assert str(np.isnan(np.array([1.0])).dtype) == ref["isnan_dtype"]
