@@ -338,3 +338,29 @@ def test_recorded_mxnet_semantics():
     assert str(np.var(np.array([1, 2, 4])).dtype) == ref["var_int_dtype"]
     assert type(np.allclose(np.ones(2), np.ones(2))).__name__ == ref["allclose_type"]
     assert str(np.isnan(np.array([1.0])).dtype) == ref["isnan_dtype"]
+
+
+BAD = [
+    ("rot90", lambda: np.rot90(np.ones((2, 2)), axes=(0, 0)), ValueError),
+    ("tensordot", lambda: np.tensordot(np.ones((2, 3)), np.ones((2, 3)), axes=1), ValueError),
+    ("einsum", lambda: np.einsum("ij,jk->ik", np.ones((2, 3))), ValueError),
+    ("einsum", lambda: np.einsum("ijk->i", np.ones((2, 3))), ValueError),
+    ("pad", lambda: np.pad(np.ones((2,)), 1, mode="wrap"), ValueError),
+    ("randint", lambda: np.random.randint(3, 3), ValueError),
+    ("take_along_axis", lambda: np.take_along_axis(np.ones((2, 3)), np.zeros((2,), dtype="int64"),
+                                                   1), ValueError),
+    ("moveaxis", lambda: np.moveaxis(np.ones((2, 3)), (0, 1), (0,)), ValueError),
+    ("roll", lambda: np.roll(np.ones((2, 3)), (1, 2, 3), axis=(0, 1)), ValueError),
+    ("bincount", lambda: np.bincount(np.array([1.0, 2.0])), TypeError),
+    ("cross", lambda: np.cross(np.ones((2, 2)), np.ones((2, 2))), ValueError),
+    ("add_n", lambda: mx.nd.add_n(mx.nd.ones((2,)), mx.nd.ones((3,))), ValueError),
+    ("khatri_rao", lambda: mx.nd.khatri_rao(mx.nd.ones((2, 2)), mx.nd.ones((2, 3))), ValueError),
+    ("L2Normalization", lambda: mx.nd.L2Normalization(mx.nd.ones((2, 2)), mode="x"), ValueError),
+    ("diag", lambda: np.diag(np.ones((2, 2, 2))), ValueError),
+]
+
+
+@pytest.mark.parametrize("name,fn,exc", BAD, ids=[b[0] + str(i) for i, b in enumerate(BAD)])
+def test_bad_input_raises_naming_the_function(name, fn, exc):
+    with pytest.raises(exc, match=name):
+        fn()
