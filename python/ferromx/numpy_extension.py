@@ -2,7 +2,16 @@
 
 from . import _native
 from . import ndarray as _nd
-from .context import cpu, cpu_pinned, current_context, gpu, num_gpus  # noqa: F401
+from .base import check_call, classproperty, with_metaclass  # noqa: F401
+from .context import (  # noqa: F401
+    Context,
+    cpu,
+    cpu_pinned,
+    current_context,
+    gpu,
+    gpu_memory_info,
+    num_gpus,
+)
 from .ndarray import image  # noqa: F401 - npx.image.*
 
 # the NumPy-semantics flags live in ``util`` (the single source of that state)
@@ -21,6 +30,16 @@ fully_connected = _nd.FullyConnected
 dropout = _nd.Dropout
 layer_norm = _nd.LayerNorm
 embedding = _nd.Embedding
+leaky_relu = _nd.LeakyReLU
+cast, gather_nd, reshape_like, slice = _nd.cast, _nd.gather_nd, _nd.reshape_like, _nd.slice
+smooth_l1, erf, gamma, gammaln = _nd.smooth_l1, _nd.erf, _nd.gamma, _nd.gammaln
+from . import _npx_extra as _extra
+from . import _npx_random as random  # noqa: F401
+from . import _npx_utils as utils  # noqa: F401
+
+arange_like, constraint_check, erfinv = _extra.arange_like, _extra.constraint_check, _extra.erfinv
+get_cuda_compute_capability = _extra.get_cuda_compute_capability
+nonzero, reshape, shape_array = _extra.nonzero, _extra.reshape, _extra.shape_array
 
 
 def save(file, arr):
@@ -57,6 +76,6 @@ def load(file):
     return _to_np(serialization.load(file))
 
 
-from . import _op_gen as _gen  # noqa: E402
+from . import _op_gen as _gen
 
 _gen.install_aliases(globals(), "npx", _nd)

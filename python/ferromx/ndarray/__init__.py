@@ -377,6 +377,22 @@ crop = slice
 Cast = cast  # noqa: F821
 
 from . import random, linalg, contrib, image  # noqa: E402
+from . import _extra  # noqa: E402
+from ._extra import *  # noqa: E402,F403
+from ._updates import *  # noqa: E402,F403
+from . import utils  # noqa: E402
 from ._fluent import install as _install_fluent  # noqa: E402
 
 _install_fluent(globals())
+
+
+def __getattr__(name):
+    """``nd.numpy``, ``nd.numpy_extension``/``nd.npx`` and ``nd.op``: the modules
+    MXNet exposes under ``mx.nd`` (bound lazily: they import this package)."""
+    import importlib
+
+    target = {"numpy": "ferromx.numpy", "npx": "ferromx.numpy_extension",
+              "numpy_extension": "ferromx.numpy_extension", "op": "ferromx.ndarray._op"}
+    if name in target:
+        return importlib.import_module(target[name])
+    raise AttributeError(f"module 'ferromx.ndarray' has no attribute {name!r}")

@@ -317,7 +317,60 @@ from .. import _op_gen as _gen
 
 _gen.install_aliases(globals(), "np", _nd)
 
-from . import random  # noqa: F401
+from . import (  # noqa: F401
+    _math,
+    _shape,
+    arrayprint,
+    fallback,
+    fallback_linalg,
+    function_base,
+    linalg,
+    random,
+    stride_tricks,
+    utils,
+)
+from ._index import *
+from ._math import *
+from ._misc import *
+from ._shape import *
+from .arrayprint import set_printoptions  # noqa: F401
+from .fallback import *
+from .io import genfromtxt as genfromtxt
 from .io import load as load
 from .io import save as save
 from .io import savez as savez
+from .utils import NAN, NINF, PINF, NaN, finfo  # noqa: F401
+
+
+def _all_method(self, axis=None, out=None, keepdims=False):
+    """Whether all elements along ``axis`` are true (a bool array)."""
+    return _math.all(self, axis=axis, out=out, keepdims=keepdims)
+
+
+def _any_method(self, axis=None, out=None, keepdims=False):
+    """Whether any element along ``axis`` is true (a bool array)."""
+    return _math.any(self, axis=axis, out=out, keepdims=keepdims)
+
+
+def _cumsum_method(self, axis=None, dtype=None, out=None):
+    """Cumulative sum along ``axis``."""
+    return _shape.cumsum(self, axis=axis, dtype=dtype, out=out)
+
+
+def _std_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """Standard deviation along ``axis``."""
+    return _math.std(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+
+def _var_method(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
+    """Variance along ``axis``."""
+    return _math.var(self, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims)
+
+
+def _nonzero_method(self):
+    """Indices of the nonzero elements, one int64 array per axis."""
+    return nonzero(self)
+
+
+ndarray.all, ndarray.any, ndarray.cumsum = _all_method, _any_method, _cumsum_method
+ndarray.std, ndarray.var, ndarray.nonzero = _std_method, _var_method, _nonzero_method

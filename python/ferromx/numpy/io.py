@@ -15,7 +15,7 @@ import numpy as _onp
 from .. import ndarray as _nd
 from .. import serialization as _ser
 
-__all__ = ["load", "save", "savez"]
+__all__ = ["genfromtxt", "load", "save", "savez"]
 
 
 def _host(arr, what):
@@ -83,3 +83,13 @@ def load(file):
         values = [_ser.to_ndarray(h) for h in hosts]
         return dict(zip(names, values)) if names else values
     raise ValueError(f"Cannot load {source}: not a .npy, .npz or MXNet NDArray file")
+
+
+def genfromtxt(*args, **kwargs):
+    """Loads data from a text file with NumPy's ``genfromtxt`` (file parsing on the host, as
+    MXNet's) and returns it as an ``ndarray``."""
+    from . import array
+
+    ctx = kwargs.pop("ctx", None)
+    value = _onp.genfromtxt(*args, **kwargs)
+    return array(value, dtype=value.dtype, ctx=ctx)

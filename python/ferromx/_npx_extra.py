@@ -1,0 +1,170 @@
+"""``npx`` functions composed of engine operators: ``reshape`` (MXNet's special codes),
+``arange_like``, ``shape_array``, ``nonzero``, ``erfinv``, ``constraint_check``."""
+
+import math
+import numbers
+
+import numpy as _onp
+
+from . import ndarray as _nd
+from .base import MXNetError
+
+
+def _np(x):
+    return x if x._is_np else x._as_np()
+
+
+def _npx_shape(src, newshape, reverse):
+    """Target shape for MXNet's ``npx.reshape`` codes (-1 infer, -2 copy, -3 drop a size-1
+    axis, -4 copy the rest, -5 merge two, -6 split one into the next two values)."""
+    src = list(src)
+    spec = list(newshape)
+    if reverse:
+        src, spec = src[::-1], spec[::-1]
+        # a -6 split reads its two values after it; reversed they precede it
+        fixed, i = [], 0
+        while i < len(spec):
+            if i + 2 < len(spec) and spec[i + 2] == -6:
+                fixed += [-6, spec[i + 1], spec[i]]
+                i += 3
+            else:
+                fixed.append(spec[i])
+                i += 1
+        spec = fixed
+    out, infer, i, j = [], None, 0, 0
+    while i < len(spec):
+        c = spec[i]
+        if c > 0 or c == 0:
+            out.append(c)
+            j += 1
+        elif c == -1:
+            if infer is not None:
+                raise ValueError("npx.reshape: only one -1 is allowed")
+            infer = len(out)
+            out.append(-1)
+            j += 1
+        elif c == -2:
+            out.append(src[j])
+            j += 1
+        elif c == -3:
+            if src[j] != 1:
+                raise ValueError(f"npx.reshape: -3 skips only size-1 axes (axis {j} has size "
+                                 f"{src[j]})")
+            j += 1
+        elif c == -4:
+            out += src[j:]
+            j = len(src)
+        elif c == -5:
+            out.append(src[j] * src[j + 1])
+            j += 2
+        elif c == -6:
+            d1, d2 = spec[i + 1], spec[i + 2]
+            if d1 == -1:
+                d1 = src[j] // d2
+            if d2 == -1:
+                d2 = src[j] // d1
+            if d1 * d2 != src[j]:
+                raise ValueError(f"npx.reshape: cannot split axis of size {src[j]} into "
+                                 f"({spec[i + 1]}, {spec[i + 2]})")
+            out += [d1, d2]
+            j += 1
+            i += 2
+        else:
+            raise ValueError(f"npx.reshape: invalid shape code {c}")
+        i += 1
+    if infer is not None:
+        known = math.prod(d for d in out if d != -1)
+        total = math.prod(src)
+        if known == 0 or total % known:
+            raise ValueError(f"npx.reshape: cannot infer -1 for shape {tuple(src)} -> {newshape}")
+        out[infer] = total // known
+    return tuple(out[::-1] if reverse else out)
+
+
+def reshape(a, newshape, reverse=False, order="C"):
+    """Reshape with MXNet's special codes (-1, -2, -3, -4, -5, -6); a new array."""
+    if order != "C":
+        raise NotImplementedError("npx.reshape: only order='C' is supported")
+    a = _np(a)
+    if isinstance(newshape, numbers.Integral):
+        newshape = (newshape,)
+    shape = _npx_shape(a.shape, newshape, reverse)
+    if math.prod(shape) != a.size:
+        raise ValueError(f"npx.reshape: cannot reshape array of shape {a.shape} into {shape} "
+                         f"(from {tuple(newshape)})")
+    return a.reshape(shape)
+
+
+def arange_like(data, start=0.0, step=1.0, repeat=1, ctx=None, axis=None):
+    """``start, start + step, ...`` shaped like ``data`` (or of ``data.shape[axis]``)."""
+    from . import numpy as _mnp
+
+    n = data.size if axis is None else data.shape[axis]
+    cnt = -(-n // int(repeat))
+    vals = _mnp.arange(start, start + step * cnt, step, dtype=data._dtype_name,
+                       ctx=ctx or data.context)
+    vals = _nd.slice_axis(vals, axis=0, begin=0, end=cnt)
+    if repeat != 1:
+        vals = _nd.slice_axis(_nd.repeat(vals, repeats=int(repeat), axis=0), axis=0, begin=0,
+                              end=n)
+    res = vals.reshape(data.shape) if axis is None else vals
+    return res if data._is_np else res.as_nd_ndarray()
+
+
+def shape_array(data):
+    """``data``'s shape as a 1-d int64 array."""
+    from . import numpy as _mnp
+
+    return _mnp.array(_onp.asarray(data.shape, dtype="int64"), dtype="int64", ctx=data.context)
+
+
+def nonzero(a):
+    """Indices of nonzero elements as an ``(N, a.ndim)`` int64 array."""
+    from .numpy import argwhere
+
+    return argwhere(_np(a))
+
+
+def erfinv(data):
+    """The inverse error function: Giles' approximation refined by two Newton steps on
+    ``erf`` (float32 accuracy), on the engine."""
+    x = _np(data)
+    dt = x._dtype_name
+    y = x.astype("float64")
+    w = -_nd.log((1.0 - y) * (1.0 + y))
+    small = w < 5.0
+    ws = w - 2.5
+    wl = _nd.sqrt(_nd.where(small, w * 0 + 5.0, w)) - 3.0
+    ps = [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+          -0.00125372503, -0.00417768164, 0.246640727, 1.50140941]
+    pl = [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+          -0.0076224613, 0.00943887047, 1.00167406, 2.83297682]
+    rs, rl = ws * 0 + ps[0], wl * 0 + pl[0]
+    for cs, cl in zip(ps[1:], pl[1:]):
+        rs = rs * ws + cs
+        rl = rl * wl + cl
+    z = _nd.where(small, rs, rl) * y
+    for _ in range(2):
+        err = _nd.erf(z) - y
+        z = z - err / (2.0 / math.sqrt(math.pi) * _nd.exp(-z * z))
+    inf = z * 0 + _onp.inf
+    z = _nd.where(y >= 1.0, inf, _nd.where(y <= -1.0, -inf, z))
+    z = _nd.where(_nd.abs(y) > 1.0, z * _onp.nan, z)
+    res = z.astype(dt)
+    return res if data._is_np else res.as_nd_ndarray()
+
+
+def constraint_check(input, msg="Constraint violated!"):
+    """``input`` (bool) if every element is true; raises ``MXNetError(msg)`` otherwise."""
+    from .numpy import all as _all
+
+    if not bool(_all(_np(input))):
+        raise MXNetError(msg)
+    return _np(input).astype("bool")
+
+
+def get_cuda_compute_capability(ctx):
+    """The CUDA compute capability of a GPU context; ferromx has no CUDA devices."""
+    if ctx.device_type != "gpu":
+        raise ValueError(f"get_cuda_compute_capability: expecting a gpu context, got {ctx}")
+    raise MXNetError("get_cuda_compute_capability: ferromx has no CUDA devices")

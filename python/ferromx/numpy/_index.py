@@ -1,0 +1,246 @@
+"""``mx.np`` padding and index helpers composed of engine operators (``pad``, ``delete``,
+``insert``, ``indices``, the ``*_indices_from`` family, ``unravel_index``, memory-sharing
+tests)."""
+
+import builtins
+import numbers
+
+import numpy as _onp
+
+from .. import ndarray as _nd
+from ._shape import _a, _ax, _index_array, flip, take, tril, triu
+
+__all__ = [
+    "delete",
+    "diag_indices_from",
+    "indices",
+    "insert",
+    "may_share_memory",
+    "pad",
+    "shares_memory",
+    "tril_indices_from",
+    "triu_indices_from",
+    "unravel_index",
+]
+
+
+def indices(dimensions, dtype=None, ctx=None):
+    """An array of index grids, shape ``(len(dimensions),) + dimensions``."""
+    from . import arange, stack
+
+    dims = tuple(int(d) for d in dimensions)
+    dt = dtype or "int64"
+    if not dims:
+        from . import zeros
+
+        return zeros((0,), dtype=dt, ctx=ctx)
+    grids = []
+    for i, d in enumerate(dims):
+        view = [1] * len(dims)
+        view[i] = d
+        grids.append(arange(d, dtype=dt, ctx=ctx).reshape(view).broadcast_to(dims))
+    return stack(grids, axis=0)
+
+
+def _nonzero_of(mask):
+    from . import nonzero
+
+    return nonzero(mask)
+
+
+def tril_indices_from(arr, k=0):
+    """Row and column indices of the lower triangle of a 2-d ``arr``."""
+    from . import ones
+
+    arr = _a(arr)
+    if arr.ndim != 2:
+        raise ValueError("tril_indices_from: input array must be 2-d")
+    return _nonzero_of(tril(ones(arr.shape, ctx=arr.context), k))
+
+
+def triu_indices_from(arr, k=0):
+    """Row and column indices of the upper triangle of a 2-d ``arr``."""
+    from . import ones
+
+    arr = _a(arr)
+    if arr.ndim != 2:
+        raise ValueError("triu_indices_from: input array must be 2-d")
+    return _nonzero_of(triu(ones(arr.shape, ctx=arr.context), k))
+
+
+def diag_indices_from(arr):
+    """Indices of the main diagonal of a square ``arr`` (one int64 array per axis)."""
+    from . import arange
+
+    arr = _a(arr)
+    if arr.ndim < 2 or len(set(arr.shape)) != 1:
+        raise ValueError("diag_indices_from: All dimensions of input must be of equal length")
+    i = arange(arr.shape[0], dtype="int64", ctx=arr.context)
+    return tuple(i.copy() for _ in range(arr.ndim))
+
+
+def unravel_index(indices, shape, order="C"):
+    """Flat ``indices`` as a tuple of coordinate arrays for ``shape`` (computed with integer
+    division and modulo on the engine)."""
+    if order != "C":
+        raise NotImplementedError("unravel_index: only order='C' is supported")
+    idx = _index_array(indices, None)
+    out = []
+    rest = idx.astype("int64")
+    for d in reversed(tuple(shape)):
+        out.append(rest % int(d))
+        rest = (rest - out[-1]) / int(d)
+        rest = rest.astype("int64")
+    return tuple(reversed(out))
+
+
+def _same_storage(a, b):
+    # views share their base's engine variable (and storage)
+    return (isinstance(a, _nd.NDArray) and isinstance(b, _nd.NDArray) and a.size and b.size
+            and a._var_id == b._var_id)
+
+
+def may_share_memory(a, b, max_work=None):
+    """Whether ``a`` and ``b`` may share memory (views of one array do)."""
+    return builtins.bool(_same_storage(a, b))
+
+
+def shares_memory(a, b, max_work=None):
+    """Whether ``a`` and ``b`` share memory."""
+    return builtins.bool(_same_storage(a, b))
+
+
+def delete(arr, obj, axis=None):
+    """``arr`` without the entries ``obj`` (an int, slice or index list) along ``axis``."""
+    arr = _a(arr)
+    if axis is None:
+        arr, axis = arr.reshape(-1), 0
+    ax = _ax(axis, arr.ndim, "delete")
+    n = arr.shape[ax]
+    if isinstance(obj, builtins.slice):
+        drop = set(range(n)[obj])
+    else:
+        if isinstance(obj, _nd.NDArray):
+            obj = obj.asnumpy()  # an index parameter, as MXNet reads it
+        drop = {int(i) + n if int(i) < 0 else int(i) for i in _onp.atleast_1d(obj)}
+        bad = [i for i in drop if not 0 <= i < n]
+        if bad:
+            raise IndexError(f"delete: index {bad[0]} is out of bounds for axis {axis} with "
+                             f"size {n}")
+    keep = [i for i in range(n) if i not in drop]
+    return take(arr, keep, axis=ax)
+
+
+def insert(arr, obj, values, axis=None):
+    """``values`` inserted before index ``obj`` (an int) along ``axis``."""
+    arr = _a(arr)
+    if axis is None:
+        arr, axis = arr.reshape(-1), 0
+    ax = _ax(axis, arr.ndim, "insert")
+    if not isinstance(obj, numbers.Integral):
+        raise NotImplementedError("insert: only an integer 'obj' is supported")
+    n = arr.shape[ax]
+    pos = int(obj) + n if obj < 0 else int(obj)
+    if not 0 <= pos <= n:
+        raise IndexError(f"insert: index {obj} is out of bounds for axis {axis} with size {n}")
+    vals = _a(values) if isinstance(values, _nd.NDArray) else None
+    shp = list(arr.shape)
+    shp[ax] = 1
+    if vals is None:
+        from . import full
+
+        vals = full(tuple(shp), values, dtype=arr._dtype_name, ctx=arr.context)
+    else:
+        vals = vals.astype(arr._dtype_name)
+        if vals.ndim < arr.ndim:
+            vals = vals.reshape(shp) if vals.size == _onp.prod(shp) else vals
+        if vals.shape != tuple(shp) and vals.ndim == arr.ndim:
+            pass
+        else:
+            vals = vals.broadcast_to(tuple(shp))
+    return _nd.concat(_nd.slice_axis(arr, axis=ax, begin=0, end=pos), vals,
+                      _nd.slice_axis(arr, axis=ax, begin=pos, end=n), dim=ax)
+
+
+def _pad_widths(pad_width, ndim):
+    pw = _onp.asarray(pad_width, dtype="int64")
+    if pw.ndim == 0:
+        pw = _onp.full((ndim, 2), int(pw))
+    elif pw.ndim == 1:
+        pw = _onp.broadcast_to(pw.reshape(-1)[:2] if pw.size >= 2 else
+                               _onp.repeat(pw, 2), (ndim, 2))
+    pw = _onp.broadcast_to(pw, (ndim, 2))
+    if (pw < 0).any():
+        raise ValueError("pad: index can't contain negative values")
+    return [(int(a), int(b)) for a, b in pw]
+
+
+def _pad_side(x, ax, width, mode, before, value):
+    from . import full
+
+    n = x.shape[ax]
+    if mode == "constant":
+        shp = list(x.shape)
+        shp[ax] = width
+        return full(tuple(shp), value, dtype=x._dtype_name, ctx=x.context)
+    if mode == "edge":
+        edge = _nd.slice_axis(x, axis=ax, begin=0, end=1) if before else \
+            _nd.slice_axis(x, axis=ax, begin=n - 1, end=n)
+        return _nd.repeat(edge, repeats=width, axis=ax)
+    if mode in ("maximum", "minimum", "mean"):
+        red = {"maximum": "max", "minimum": "min", "mean": "mean"}[mode]
+        stat = getattr(x, red)(axis=ax, keepdims=True)
+        return _nd.repeat(stat, repeats=width, axis=ax)
+    # reflect / symmetric, possibly wider than the array: build repeatedly
+    parts, got = [], 0
+    cur = x
+    while got < width:
+        if mode == "reflect":
+            if n < 2:
+                return _pad_side(x, ax, width, "edge", before, value)
+            src = _nd.slice_axis(cur, axis=ax, begin=1, end=n) if before else \
+                _nd.slice_axis(cur, axis=ax, begin=0, end=n - 1)
+        else:
+            src = cur
+        src = flip(src, ax)
+        take_n = builtins.min(width - got, src.shape[ax])
+        piece = _nd.slice_axis(src, axis=ax, begin=src.shape[ax] - take_n, end=src.shape[ax]) \
+            if before else _nd.slice_axis(src, axis=ax, begin=0, end=take_n)
+        parts.append(piece)
+        got += take_n
+        cur = flip(cur, ax)
+    if before:
+        parts = parts[::-1]
+    return parts[0] if len(parts) == 1 else _nd.concat(*parts, dim=ax)
+
+
+def pad(array, pad_width, mode="constant", **kwargs):
+    """``array`` padded per axis by ``pad_width`` (``((before, after), ...)``).
+
+    Modes: ``'constant'`` (``constant_values``), ``'edge'``, ``'reflect'``, ``'symmetric'``,
+    ``'maximum'``, ``'minimum'``, ``'mean'``."""
+    x = _a(array)
+    modes = ("constant", "edge", "reflect", "symmetric", "maximum", "minimum", "mean")
+    if mode not in modes:
+        raise ValueError(f"pad: mode {mode!r} is not supported (one of {modes})")
+    value = kwargs.pop("constant_values", 0)
+    kwargs.pop("reflect_type", None)
+    if kwargs:
+        raise TypeError(f"pad: unexpected keyword arguments {sorted(kwargs)}")
+    if not isinstance(value, numbers.Number):
+        raise NotImplementedError("pad: only a scalar constant_values is supported")
+    res = x
+    for ax, (b, a) in enumerate(_pad_widths(pad_width, x.ndim)):
+        if b == 0 and a == 0:
+            continue
+        if res.shape[ax] == 0 and mode != "constant":
+            raise ValueError(f"pad: can't extend empty axis {ax} using modes other than "
+                             f"'constant'")
+        parts = []
+        if b:
+            parts.append(_pad_side(res, ax, b, mode, True, value))
+        parts.append(res)
+        if a:
+            parts.append(_pad_side(res, ax, a, mode, False, value))
+        res = _nd.concat(*parts, dim=ax)
+    return res if res is not x else x.copy()
