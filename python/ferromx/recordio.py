@@ -315,7 +315,7 @@ def _image_module(fn):
     except ImportError as err:
         raise ImportError(f"recordio.{fn} needs ferromx.image (image encoding/decoding), "
                           f"which is not available: {err}") from err
-    for name in ("imdecode", "imencode"):
+    for name in ("imdecode", "_imencode"):
         if not hasattr(image, name):
             raise ImportError(f"recordio.{fn} needs ferromx.image.{name}, which is missing")
     return image
@@ -336,5 +336,5 @@ def unpack_img(s, iscolor=-1):
 def pack_img(header, img, quality=95, img_fmt=".jpg"):
     """Encode ``img`` (HWC uint8, BGR as in MXNet) as ``img_fmt`` and :func:`pack` it."""
     image = _image_module("pack_img")
-    buf = image.imencode(img, img_fmt=img_fmt, quality=quality)
+    buf = image._imencode(img, img_fmt=img_fmt, quality=quality)
     return pack(header, bytes(buf))

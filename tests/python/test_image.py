@@ -133,7 +133,7 @@ def test_resize_crop_helpers_match_mxnet():
 
 
 def test_random_crops_stay_inside():
-    src = nd.array(source())
+    src = nd.array(source(), dtype="uint8")
     random.seed(0)
     for _ in range(5):
         out, (x, y, w, h) = mx.image.random_crop(src, (6, 5))
@@ -152,14 +152,14 @@ def test_color_normalize_in_place():
 
 
 def test_imrotate_matches_mxnet():
-    t = nd.image.to_tensor(nd.array(source()))
+    t = nd.image.to_tensor(nd.array(source(), dtype="uint8"))
     np.testing.assert_allclose(mx.image.imrotate(t, 30).asnumpy(), REC["rotate30"], atol=1e-4)
     np.testing.assert_allclose(mx.image.imrotate(t, -50, zoom_in=True).asnumpy(),
                                REC["rotate_zoom_in"], atol=1e-4)
     np.testing.assert_allclose(mx.image.imrotate(t, 70, zoom_out=True).asnumpy(),
                                REC["rotate_zoom_out"], atol=1e-4)
     with pytest.raises(TypeError, match="float32"):
-        mx.image.imrotate(nd.array(source()), 10)
+        mx.image.imrotate(nd.array(source(), dtype="uint8"), 10)
 
 
 def test_augmenters_follow_mxnet_formulas():
@@ -186,7 +186,7 @@ def test_augmenters_follow_mxnet_formulas():
     np.testing.assert_array_equal(flipped, img[:, ::-1])
     gray = mx.image.RandomGrayAug(1.0)(nd.array(img)).asnumpy()
     np.testing.assert_allclose(gray[..., 0], gray[..., 2], rtol=1e-6)
-    assert mx.image.CastAug()(nd.array(source())).dtype == np.float32
+    assert mx.image.CastAug()(nd.array(source(), dtype="uint8")).dtype == np.float32
     aug = mx.image.HueJitterAug(0.3)
     random.seed(6)
     a = random.uniform(-0.3, 0.3)
@@ -206,7 +206,7 @@ def test_create_augmenter_pipeline():
     assert names == ["ResizeAug", "RandomSizedCropAug", "HorizontalFlipAug", "CastAug",
                      "ColorJitterAug", "HueJitterAug", "LightingAug", "RandomGrayAug",
                      "ColorNormalizeAug"]
-    x = nd.array(source())
+    x = nd.array(source(), dtype="uint8")
     for a in augs:
         x = a(x)
     assert x.shape == (8, 8, 3) and x.dtype == np.float32

@@ -20,7 +20,7 @@ def source():
 
 
 def test_to_tensor_and_normalize_match_mxnet():
-    x = nd.array(source())
+    x = nd.array(source(), dtype="uint8")
     t = T.ToTensor()(x)
     assert t.dtype == np.float32 and t.shape == (3, 13, 17)
     np.testing.assert_allclose(t.asnumpy(), REC["to_tensor"], rtol=1e-6)
@@ -48,7 +48,7 @@ def test_normalize_gradient_and_errors():
 
 
 def test_resize_crop_flip_match_mxnet():
-    x = nd.array(source())
+    x = nd.array(source(), dtype="uint8")
     keep = T.Resize(10, keep_ratio=True)(x)
     assert keep.shape == REC["resize_keep"].shape
     assert np.abs(keep.asnumpy().astype(int) - REC["resize_keep"]).max() <= 1
@@ -70,7 +70,7 @@ def test_resize_crop_flip_match_mxnet():
 
 
 def test_lighting_matches_mxnet():
-    x = nd.array(source())
+    x = nd.array(source(), dtype="uint8")
     got = nd.image.adjust_lighting(x, alpha=(0.1, -0.2, 0.05))
     assert np.abs(got.asnumpy().astype(int) - REC["lighting"]).max() <= 1
     gotf = nd.image.adjust_lighting(x.astype("float32"), alpha=(0.1, -0.2, 0.05))
@@ -80,7 +80,7 @@ def test_lighting_matches_mxnet():
 
 
 def test_random_flips_are_flip_or_identity():
-    x = nd.array(source())
+    x = nd.array(source(), dtype="uint8")
     seen = set()
     for _ in range(12):
         y = T.RandomFlipLeftRight()(x).asnumpy()
@@ -110,7 +110,7 @@ def test_random_brightness_contrast_saturation_formulas():
     gray = (img * coef).sum(axis=2, keepdims=True)
     k = (s[0, 0, 0] - gray[0, 0, 0]) / (img[0, 0, 0] - gray[0, 0, 0])
     np.testing.assert_allclose(s, gray + k * (img - gray), rtol=1e-3, atol=1e-2)
-    u8 = T.RandomBrightness(3.0)(nd.array(source())).asnumpy()
+    u8 = T.RandomBrightness(3.0)(nd.array(source(), dtype="uint8")).asnumpy()
     assert u8.dtype == np.uint8  # saturates instead of wrapping
     assert (u8.astype(int) >= (source() > 0) * 0).all()
 
@@ -129,7 +129,7 @@ def test_random_hue_matches_colorsys():
 
 
 def test_random_ops_repeat_after_seeding():
-    x = nd.array(source())
+    x = nd.array(source(), dtype="uint8")
     t = T.RandomColorJitter(0.3, 0.3, 0.3, 0.1)
     mx.random.seed(11)
     a = t(x).asnumpy()
@@ -140,7 +140,7 @@ def test_random_ops_repeat_after_seeding():
 
 
 def test_compose_with_dataset_transform_first():
-    imgs = [nd.array(source()), nd.array(source()[::-1].copy())]
+    imgs = [nd.array(source(), dtype="uint8"), nd.array(source()[::-1].copy())]
     ds = ArrayDataset(imgs, [0, 1])
     tf = T.Compose([T.Resize(8), T.CenterCrop(6), T.RandomFlipLeftRight(), T.ToTensor(),
                     T.Normalize(0.5, 0.25)])
@@ -154,7 +154,7 @@ def test_compose_with_dataset_transform_first():
 
 
 def test_crops_gray_and_rotation():
-    x = nd.array(source())
+    x = nd.array(source(), dtype="uint8")
     assert T.RandomResizedCrop(8)(x).shape == (8, 8, 3)
     assert T.RandomCrop(10, pad=2)(x).shape == (10, 10, 3)
     g = T.RandomGray(1.0)(x.astype("float32")).asnumpy()

@@ -13,6 +13,7 @@ fn slot(k: &KernelSlot) -> &'static str {
         KernelSlot::Empty => "empty",
         KernelSlot::Call(_) => "call",
         KernelSlot::Inline => "inline",
+        KernelSlot::Composite => "composite",
     }
 }
 

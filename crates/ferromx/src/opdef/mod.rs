@@ -133,6 +133,11 @@ pub enum KernelSlot {
     /// only. Transitional (the default of `OpDef::BASE`): no table operator is
     /// `Inline`, and the walking test (`tests/op_table.rs`) rejects one.
     Inline,
+    /// The operator is a composition of other table operators (its forward pushes
+    /// only `OpCall`s of other definitions: InstanceNorm's reductions and arithmetic,
+    /// the fused `RNN`'s gemms and gates). A graph executor or fusion pass expands it
+    /// into those calls; it has inference and a gradient like any other operator.
+    Composite,
 }
 
 /// Names an operator has in each frontend namespace.

@@ -255,6 +255,7 @@ pub static DEFS: &[OpDef] = &[
         inputs: &["out_grad", "data", "gamma", "mean", "invstd"],
         outputs: &["data_grad", "gamma_grad", "beta_grad"],
         doc: "Gradients of `BatchNorm` (pushed by its backward; updates the moving statistics in training).",
+        infer: Some(infer_bn_backward),
         forward: backward_forward,
         grad: Grad::None("second-order BatchNorm gradients are not implemented"),
         cpu: KernelSlot::Call(cpu::bn_bwd),
@@ -268,6 +269,7 @@ pub static DEFS: &[OpDef] = &[
         infer: Some(same_shape),
         forward: |i| one(instance_norm(i.x(0)?, i.x(1)?, i.x(2)?, i.f64("eps")?)),
         example: Some(Example { shapes: &[&[2, 3, 4], &[3], &[3]], attrs: "", range: (0.5, 1.5) }),
+        cpu: KernelSlot::Composite,
         ..OpDef::BASE
     },
     OpDef {
@@ -292,6 +294,7 @@ pub static DEFS: &[OpDef] = &[
             one(group_norm(i.x(0)?, i.x(1)?, i.x(2)?, g as usize, i.f64("eps")?))
         },
         example: Some(Example { shapes: &[&[2, 4, 3], &[2], &[2]], attrs: "num_groups=2", range: (0.5, 1.5) }),
+        cpu: KernelSlot::Composite,
         ..OpDef::BASE
     },
     OpDef {
@@ -310,10 +313,19 @@ pub static DEFS: &[OpDef] = &[
             one(lrn(i.x(0)?, i.f64("alpha")?, i.f64("beta")?, i.f64("knorm")?, n))
         },
         example: Some(Example { shapes: &[&[2, 5, 3]], attrs: "nsize=3, alpha=0.5", range: (0.5, 1.5) }),
+        cpu: KernelSlot::Composite,
         ..OpDef::BASE
     },
 ];
 
 fn same_shape(def: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
     ins.first().map(|m| vec![m.clone()]).ok_or_else(|| Error::value(def.name, "needs data"))
+}
+
+/// `_backward_BatchNorm`'s outputs are shaped like `data`, `gamma` and `gamma` (beta).
+fn infer_bn_backward(def: &'static OpDef, _: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    match ins {
+        [_, data, gamma, ..] => Ok(vec![data.clone(), gamma.clone(), gamma.clone()]),
+        _ => Err(Error::value(def.name, format!("expected 5 inputs, got {}", ins.len()))),
+    }
 }

@@ -7,7 +7,7 @@
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::opdef::{one, param, Attrs, Example, Invocation, Meta, OpDef, ParamKind as K};
+use crate::opdef::{one, param, Attrs, Example, Invocation, KernelSlot, Meta, OpDef, ParamKind as K};
 use crate::ops;
 use crate::ops::conv::{convolution, fmt_dims, ConvParams};
 use crate::shape::Shape;
@@ -226,6 +226,7 @@ pub(super) const ADAPTIVE: OpDef = OpDef {
     infer: Some(infer_adaptive),
     forward: |i| one(adaptive_avg_pool2d(i.x(0)?, out_size(i)?)),
     example: Some(Example { shapes: &[&[1, 2, 5, 7]], attrs: "output_size=(3, 4)", range: (-1.0, 1.0) }),
+    cpu: KernelSlot::Composite,
     ..OpDef::BASE
 };
 
@@ -249,6 +250,7 @@ pub(super) const BILINEAR: OpDef = OpDef {
         one(bilinear_resize2d(x, oh, ow, i.bool("align_corners")?))
     },
     example: Some(Example { shapes: &[&[1, 2, 3, 4]], attrs: "height=5, width=7", range: (-1.0, 1.0) }),
+    cpu: KernelSlot::Composite,
     ..OpDef::BASE
 };
 
@@ -276,5 +278,6 @@ pub(super) const UPSAMPLING: OpDef = OpDef {
         let nf = i.i64("num_filter")?.max(0) as usize;
         one(upsampling(&xs, scale, &i.str("sample_type")?, &i.str("multi_input_mode")?, nf))
     },
+    cpu: KernelSlot::Composite,
     ..OpDef::BASE
 };

@@ -266,7 +266,7 @@ pub static DEFS: &[OpDef] = &[
               MXNet's flat parameter vector; composed of engine operators, differentiated through time.",
         forward: rnn::forward,
         grad: Grad::Recorded,
-        cpu: KernelSlot::Inline,
+        cpu: KernelSlot::Composite,
         ..OpDef::BASE
     },
 ];
