@@ -37,6 +37,9 @@ try:  # the pure-Python layers
     from . import recordio
     from . import io
     from . import test_utils
+    from . import operator
+    from . import kvstore
+    from . import kvstore as kv
 except ImportError as _e:  # pragma: no cover - only while those layers are being written
     import warnings as _w
 
