@@ -9,7 +9,7 @@ import contextlib
 
 from . import _native
 
-__all__ = ["set_bulk_size", "bulk", "info", "is_naive", "push_py"]
+__all__ = ["bulk", "info", "is_naive", "push_py", "set_bulk_size"]
 
 _bulk_size = 0
 
@@ -61,8 +61,8 @@ def push_py(func, reads=(), writes=(), ctx=None, name="_python_op", priority=0):
     return _native.push_py(func, reads, writes, str(ctx), str(name), int(priority))
 
 
-from . import _sync  # noqa: E402
-from ._sync import SyncError, SyncWarning  # noqa: E402,F401
+from . import _sync
+from ._sync import SyncError, SyncWarning  # noqa: F401
 
 
 def set_sync_warning(mode):
