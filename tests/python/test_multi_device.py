@@ -88,7 +88,7 @@ def test_kvstore_object_and_none():
 
 
 def test_update_and_allreduce_refuse_update_on_kvstore():
-    net, trainer = _train(CTX2, steps=1)
+    _, trainer = _train(CTX2, steps=1)
     with pytest.raises(AssertionError, match="update_on_kvstore"):
         trainer.update(32)
     with pytest.raises(AssertionError, match="update_on_kvstore"):
