@@ -5,6 +5,7 @@ nothing: ferromx's engine has no bulk-execution mode (per-op cost is already
 well under MXNet's bulked cost).
 """
 
+import atexit
 import contextlib
 
 from . import _native
@@ -63,6 +64,17 @@ def push_py(func, reads=(), writes=(), ctx=None, name="_python_op", priority=0):
 
 from . import _sync
 from ._sync import SyncError, SyncWarning  # noqa: F401
+
+
+def _drain_at_exit():
+    """Let pending work (Python engine ops included) finish before the interpreter goes."""
+    try:
+        _native.waitall()
+    except Exception:  # noqa: BLE001, S110 - errors nobody read are dropped at exit
+        pass
+
+
+atexit.register(_drain_at_exit)
 
 
 def set_sync_warning(mode):

@@ -130,3 +130,24 @@ def test_naive_engine_mode():
     )
     assert r.returncode == 0, r.stderr
     assert "OK" in r.stdout
+
+
+EXIT_SCRIPT = textwrap.dedent(
+    """
+    from ferromx import nd, _native
+    from ferromx.engine import push_py
+    a = nd.ones((2,))
+    _native._sleep_op(a, 300)
+    push_py(lambda: print("ran", flush=True), reads=[a], writes=[nd.zeros((1,))])
+    print("exiting", flush=True)
+    """
+)
+
+
+def test_pending_python_op_runs_before_the_interpreter_exits():
+    r = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["exiting", "ran"]
+    assert "panicked" not in r.stderr
