@@ -350,7 +350,14 @@ impl Engine {
         };
         if ready_inline {
             let s = self.shared.clone();
-            return Ok(WaitTicket { shared: s, target, var: var.cloned(), signal: None, label, started: Mutex::new(None) });
+            return Ok(WaitTicket {
+                shared: s,
+                target,
+                var: var.cloned(),
+                signal: None,
+                label,
+                started: Mutex::new(None),
+            });
         }
         if in_engine_op() {
             return Err(EngineError::new(

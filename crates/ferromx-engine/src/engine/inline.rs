@@ -11,7 +11,7 @@
 
 use super::{Engine, OprBlock, IN_OP};
 use crate::signal::Signal;
-use crate::{ErrorKind, OpFailure, Op, Var};
+use crate::{ErrorKind, Op, OpFailure, Var};
 use smallvec::SmallVec;
 use std::cell::RefCell;
 use std::rc::Rc;
