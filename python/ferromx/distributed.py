@@ -111,18 +111,26 @@ def local_size():
 
 
 def _wait(req, what):
-    """Polls a non-blocking MPI request until done or the timeout passes."""
+    """Polls a non-blocking MPI request until done or the timeout passes.
+
+    MPI progresses a non-blocking collective only inside MPI calls, so the first 50 ms
+    poll back to back (``sleep(0)`` lets other Python threads run between polls); after
+    that the pause grows to 1 ms.
+    """
     s = _S
-    deadline = time.monotonic() + s["timeout"]
-    pause = 1e-5
+    start = time.monotonic()
+    deadline = start + s["timeout"]
+    pause = 0.0
     while not req.Test():
-        if time.monotonic() > deadline:
+        now = time.monotonic()
+        if now > deadline:
             raise MXNetError(
                 f"{what}: timed out after {s['timeout']:g}s waiting for the other ranks "
                 f"(rank {s['rank']} of {s['size']}); a peer may have died or hung"
             )
+        if now - start > 0.05:
+            pause = min(max(pause * 2, 1e-5), 1e-3)
         time.sleep(pause)
-        pause = min(pause * 2, 1e-3)
 
 
 def _check_same(arr, what):

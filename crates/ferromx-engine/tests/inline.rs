@@ -17,7 +17,7 @@ fn nested_ops_run_inline_in_order_and_the_outer_op_orders_with_others() {
         let (h2, f2, l2) = (held.clone(), fresh.clone(), log.clone());
         let outer = Op::new("outer", move || {
             let (h3, f3, l3) = (h2.clone(), f2.clone(), l2.clone());
-            let (_, nested) = engine.run_inline(&[], &[h2.clone()], move || {
+            let (_, nested) = engine.run_inline(&[], std::slice::from_ref(&h2), move || {
                 let l4 = l3.clone();
                 engine.push(
                     Op::new("nested_held", move || {
@@ -71,7 +71,7 @@ fn nested_op_on_a_busy_var_fails_the_outer_op_instead_of_deadlocking() {
         let o2 = out.clone();
         engine.push(
             Op::new("outer", move || {
-                let (_, nested) = engine.run_inline(&[], &[o2.clone()], || {
+                let (_, nested) = engine.run_inline(&[], std::slice::from_ref(&o2), || {
                     let r3 = r2.clone();
                     engine.push(
                         Op::new("touch_busy", move || {
