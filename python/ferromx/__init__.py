@@ -44,6 +44,9 @@ try:  # the pure-Python layers
     from . import model
     from . import module
     from . import module as mod
+    from . import operator
+    from . import kvstore
+    from . import kvstore as kv
 except ImportError as _e:  # pragma: no cover - only while those layers are being written
     import warnings as _w
 

@@ -349,6 +349,16 @@ def record_custom(
 def seed(seed: int, ctx: str | None = None) -> None:
     """Seeds the random generators (of ``ctx``, or all)."""
 
+def push_py(
+    func: Callable[[], object],
+    reads: Sequence[NDArray],
+    writes: Sequence[NDArray],
+    ctx: str = "cpu(0)",
+    name: str = "_python_op",
+    priority: int = 0,
+) -> None:
+    """Pushes ``func()`` as an engine op reading ``reads`` and writing ``writes``."""
+
 def engine_info() -> EngineInfo:
     """Engine settings and counters."""
 

@@ -5,11 +5,12 @@ nothing: ferromx's engine has no bulk-execution mode (per-op cost is already
 well under MXNet's bulked cost).
 """
 
+import atexit
 import contextlib
 
 from . import _native
 
-__all__ = ["set_bulk_size", "bulk", "info", "is_naive"]
+__all__ = ["bulk", "info", "is_naive", "push_py", "set_bulk_size"]
 
 _bulk_size = 0
 
@@ -41,8 +42,39 @@ def is_naive():
     return _native.engine_info()["naive"]
 
 
-from . import _sync  # noqa: E402
-from ._sync import SyncError, SyncWarning  # noqa: E402,F401
+def push_py(func, reads=(), writes=(), ctx=None, name="_python_op", priority=0):
+    """Push the Python callable ``func()`` as an engine operation.
+
+    The op reads the NDArrays ``reads`` and writes ``writes``: it runs after every op
+    pushed earlier that writes one of them (or, for ``writes``, reads one), and ops
+    pushed later wait for it. It runs on a worker of ``ctx`` (default: the first
+    array's context) holding the GIL; inside ``func`` the declared arrays are ready
+    (``asnumpy`` works) and NDArray operations run at once on that thread. Only the
+    declared arrays and new arrays should be used there: an array other pending work
+    touches makes the op fail instead of deadlocking. An exception raised by ``func``
+    becomes the op's error on ``writes``, raised (with ``name``) at their next read.
+    Returns at once (``NaiveEngine``: after running ``func``).
+    """
+    reads, writes = list(reads), list(writes)
+    if ctx is None:
+        first = (writes or reads or [None])[0]
+        ctx = first.context if first is not None else "cpu(0)"
+    return _native.push_py(func, reads, writes, str(ctx), str(name), int(priority))
+
+
+from . import _sync
+from ._sync import SyncError, SyncWarning  # noqa: F401
+
+
+def _drain_at_exit():
+    """Let pending work (Python engine ops included) finish before the interpreter goes."""
+    try:
+        _native.waitall()
+    except Exception:  # noqa: BLE001, S110 - errors nobody read are dropped at exit
+        pass
+
+
+atexit.register(_drain_at_exit)
 
 
 def set_sync_warning(mode):

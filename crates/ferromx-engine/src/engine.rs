@@ -15,6 +15,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+mod inline;
+
 /// The closure an operation runs.
 pub type OpFn = Box<dyn FnOnce() -> std::result::Result<(), OpFailure> + Send>;
 
@@ -267,6 +269,9 @@ impl Engine {
     }
 
     fn push_inner(&self, op: Op, signal: Option<Arc<Signal>>) {
+        if let Some(scope) = inline::current() {
+            return self.push_nested(op, signal, &scope);
+        }
         let s = &self.shared;
         let Op { name, func, reads, writes, device, priority, label, detail, bytes } = op;
         let mut w: SmallVec<[Var; 2]> = SmallVec::new();
@@ -339,6 +344,21 @@ impl Engine {
     }
 
     fn ticket(&self, target: WaitTarget, var: Option<&Var>, label: Option<Arc<str>>) -> Result<WaitTicket> {
+        let ready_inline = match (inline::current(), var) {
+            (Some(scope), Some(v)) => inline::wait_ready(&scope, v, !matches!(target, WaitTarget::Read(_))),
+            _ => false,
+        };
+        if ready_inline {
+            let s = self.shared.clone();
+            return Ok(WaitTicket {
+                shared: s,
+                target,
+                var: var.cloned(),
+                signal: None,
+                label,
+                started: Mutex::new(None),
+            });
+        }
         if in_engine_op() {
             return Err(EngineError::new(
                 ErrorKind::WaitInsideOp,
@@ -382,7 +402,7 @@ impl Engine {
     /// Pushes `op` and returns a ticket that completes when *this op* has run
     /// (e.g. a copy-out that reads `var`); finishing it reports `var`'s error.
     pub fn push_ticket(&self, op: Op, var: &Var, label: Option<Arc<str>>) -> Result<WaitTicket> {
-        if in_engine_op() {
+        if in_engine_op() && inline::current().is_none() {
             return Err(EngineError::new(
                 ErrorKind::WaitInsideOp,
                 "wait",
@@ -636,6 +656,15 @@ impl Shared {
     /// Returns one newly ready op for the same device that the caller should
     /// run next (a continuation that avoids a queue round trip).
     pub(crate) fn execute(self: &Arc<Self>, op: Arc<OprBlock>, thread: &str) -> Option<Arc<OprBlock>> {
+        self.execute_full(op, thread).0
+    }
+
+    /// [`Shared::execute`], also returning the op's error (inherited or its own).
+    pub(crate) fn execute_full(
+        self: &Arc<Self>,
+        op: Arc<OprBlock>,
+        thread: &str,
+    ) -> (Option<Arc<OprBlock>>, Option<SharedError>) {
         let listening = self.listeners.active();
         let thread_name: Option<Arc<str>> = if listening { Some(Arc::from(thread)) } else { None };
         let mut inherited: Option<SharedError> = None;
@@ -664,7 +693,9 @@ impl Shared {
                     None => None,
                     Some(f) => {
                         let was = IN_OP.with(|c| c.replace(true));
+                        let scope = inline::take();
                         let r = catch_unwind(AssertUnwindSafe(f));
+                        inline::restore(scope);
                         IN_OP.with(|c| c.set(was));
                         let fail = match r {
                             Ok(Ok(())) => None,
@@ -700,7 +731,8 @@ impl Shared {
                 failed: error.is_some(),
             });
         }
-        self.complete(&op, error)
+        let cont = self.complete(&op, error.clone());
+        (cont, error)
     }
 
     fn complete(self: &Arc<Self>, op: &Arc<OprBlock>, error: Option<SharedError>) -> Option<Arc<OprBlock>> {

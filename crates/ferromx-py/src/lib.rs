@@ -7,6 +7,7 @@ mod glue;
 mod image;
 mod ndarray;
 mod profiler;
+mod pyop;
 mod table;
 
 use convert::{engine_err, to_attrs, to_py_err, ErrorTypes, ERRORS};
@@ -262,6 +263,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_error_types, m)?)?;
     m.add_function(wrap_pyfunction!(_fail_op, m)?)?;
     m.add_function(wrap_pyfunction!(_sleep_op, m)?)?;
+    m.add_function(wrap_pyfunction!(pyop::push_py, m)?)?;
     profiler::register(m)?;
     Ok(())
 }

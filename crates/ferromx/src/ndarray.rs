@@ -193,6 +193,11 @@ impl NDArray {
         self.0.chunk.var.id()
     }
 
+    /// The engine var of the storage (for frontends pushing their own engine ops).
+    pub fn var(&self) -> &ferromx_engine::Var {
+        &self.0.chunk.var
+    }
+
     pub(crate) fn view(&self) -> View {
         View {
             chunk: self.0.chunk.clone(),

@@ -378,6 +378,9 @@ class Parameter:
     def reset_ctx(self, ctx):
         """Move the data (or the pending initialization) to ``ctx``."""
         ctx = _as_ctx_list(ctx)
+        trainer = self._trainer
+        if trainer is not None and getattr(trainer, "_kv_initialized", False):
+            trainer._reset_kvstore()  # the store was set up for the old contexts
         if self._data is not None:
             data = self._reduce()
             with autograd.pause():
@@ -399,6 +402,14 @@ class Parameter:
                 raise RuntimeError(f"Parameter '{self.name}' has not been initialized")
             self._deferred_init = self._deferred_init[:3] + (data,)
             return
+        trainer = self._trainer
+        if (
+            trainer is not None
+            and getattr(trainer, "_kv_initialized", False)
+            and trainer._update_on_kvstore
+            and self not in trainer._params_to_init
+        ):
+            trainer._reset_kvstore()  # the store's copy must be refreshed from the new value
         with autograd.pause():
             for arr in self._data:
                 arr[:] = _to_nd_like(data, arr)

@@ -1,11 +1,15 @@
 """The Gluon :class:`Trainer`, following ``mxnet.gluon.Trainer`` (MXNet 1.9.1).
 
-There is no KVStore: ``kvstore`` and ``update_on_kvstore`` are accepted and ignored.
-With parameters on several contexts, :meth:`Trainer.allreduce_grads` sums the gradients
-across them (engine copies and adds); with one context it does nothing.
+The KVStore is chosen by MXNet's rules (``_init_kvstore``): none for one context on one
+machine, otherwise ``kvstore`` (a name or a :class:`~ferromx.kvstore.KVStoreBase`); the
+gradients of every context are reduced through it (engine copies and adds), and with
+``update_on_kvstore`` the optimizer runs inside the store and the weights are pulled
+back to every context.
 """
 
+import os
 
+from .. import kvstore as kvs
 from .. import optimizer as opt
 from ..base import MXNetError
 from ..context import current_context
@@ -54,8 +58,12 @@ class Trainer:
         The optimizer or its registered name (``'sgd'``, ``'adam'`` ...).
     optimizer_params : dict, optional
         Keyword arguments for the optimizer (``learning_rate``, ``wd``, ``momentum`` ...).
-    kvstore, compression_params, update_on_kvstore
-        Accepted for compatibility; ignored.
+    kvstore : str, KVStore or None
+        ``'device'`` (default), ``'local'``, a ``dist_*`` name, a store, or None.
+    compression_params : dict, optional
+        Gradient compression (only ``{'type': 'none'}``).
+    update_on_kvstore : bool, optional
+        Whether the optimizer runs inside the store (default: MXNet's choice).
     """
 
     def __init__(
@@ -85,6 +93,10 @@ class Trainer:
             self._params.append(param)
             param._set_trainer(self)
         self._kvstore = None
+        self._kv_initialized = False
+        self._update_on_kvstore = None
+        self._distributed = None
+        self._params_to_init = list(self._params)
         self._kvstore_params = {"kvstore": kvstore, "update_on_kvstore": update_on_kvstore}
         self._compression_params = compression_params
         self._contexts = None
@@ -157,6 +169,98 @@ class Trainer:
             raise UserWarning("Optimizer has to be defined before its learning rate is mutated.")
         self._optimizer.set_learning_rate(lr)
 
+    # ---- KVStore (MXNet's _init_kvstore rules) -------------------------------------------
+    def _create_kvstore(self, num_device):
+        config = self._kvstore_params["kvstore"]
+        update = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+        if config is None:
+            kv = None
+        elif isinstance(config, kvs.KVStoreBase):
+            kv = config
+        elif isinstance(config, str):
+            if num_device == 1 and "dist" not in config:
+                kv = None
+            else:
+                kv = kvs.create(config)
+                if config == "local":
+                    sizes = [p.data(self._contexts[0]).size for p in self._params if p._data]
+                    if sizes and max(sizes) > 1024 * 1024 * 16:
+                        update = False
+        else:
+            raise TypeError("kvstore must be KVStore, str or None")
+        if kv is None:
+            update = False
+        else:
+            update = update and kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
+        return kv, update
+
+    def _init_kvstore(self):
+        """Create the store as MXNet does and decide ``update_on_kvstore``."""
+        self._contexts = self._check_contexts()
+        config = self._kvstore_params
+        kv, update = self._create_kvstore(len(self._contexts))
+        self._distributed = "dist" in kv.type if kv is not None else False
+        if self._distributed and "async" in kv.type:
+            update = True
+            if config["update_on_kvstore"] is False:
+                raise ValueError("Please set update_on_kvstore=True when training in async mode.")
+        if config["update_on_kvstore"] is not None:
+            update = config["update_on_kvstore"]
+        if update and kv is not None and not kv.is_capable(kvs.KVStoreBase.OPTIMIZER):
+            if config["update_on_kvstore"]:
+                raise ValueError(f"Please set update_on_kvstore=False when training with {type(kv)}")
+            update = False
+        if kv is not None:
+            if self._compression_params:
+                kv.set_gradient_compression(self._compression_params)
+            if update:
+                kv.set_optimizer(self._optimizer)
+            self._kvstore, self._update_on_kvstore = kv, bool(update)
+        else:
+            self._kvstore, self._update_on_kvstore = None, None
+        self._kv_initialized = True
+
+    def _init_params(self):
+        """Put initialized parameters into the store (broadcast from the first context)."""
+        pending = []
+        if self._kvstore:
+            for param in self._params_to_init:
+                if param._data is None:
+                    pending.append(param)
+                    continue
+                datas = param.list_data()
+                self._kvstore.broadcast(self._param2idx[param.name], datas[0], datas)
+        self._params_to_init = pending
+
+    def _reset_kvstore(self):
+        """Forget the store (parameters moved to other contexts)."""
+        if self._kvstore and "dist" in self._kvstore.type:
+            raise RuntimeError("Cannot reset distributed KVStore.")
+        self._kv_initialized = False
+        self._kvstore = None
+        self._distributed = None
+        self._update_on_kvstore = None
+        self._contexts = None
+        self._updaters = []
+        self._params_to_init = list(self._params)
+
+    def _prepare(self):
+        if not self._kv_initialized:
+            self._init_kvstore()
+        if self._params_to_init:
+            self._init_params()
+
+    def _check_and_rescale_grad(self, scale):
+        changed = self._optimizer.rescale_grad != scale
+        if self._update_on_kvstore and self._distributed and self._kv_initialized and changed:
+            raise UserWarning(
+                "Possible change in the `batch_size` from previous `step` detected. "
+                "Optimizer gradient normalizing factor will not change w.r.t new "
+                "batch_size when update_on_kvstore=True and when distributed kvstore "
+                "is used."
+            )
+        self._optimizer.rescale_grad = scale
+
     def step(self, batch_size, ignore_stale_grad=False):
         """Make one optimization step, normalizing gradients by ``1/batch_size``.
 
@@ -164,33 +268,44 @@ class Trainer:
         since the last step raises ``UserWarning`` (as MXNet does), unless
         ``ignore_stale_grad=True``, which skips such parameters.
         """
-        self._optimizer.rescale_grad = self._scale / batch_size
+        self._check_and_rescale_grad(self._scale / batch_size)
+        self._prepare()
         self._allreduce_grads()
         self._update(ignore_stale_grad)
 
     def allreduce_grads(self):
-        """Sum gradients over contexts (a no-op with one context).
+        """Reduce the gradients over contexts through the KVStore (none: nothing to do).
 
         For use with :meth:`update` when gradients are changed between the two calls.
         """
+        self._prepare()
+        if self._kvstore and self._update_on_kvstore:
+            raise AssertionError(
+                "allreduce_grads() when parameters are updated on kvstore is not supported. "
+                "Try setting `update_on_kvstore` to False when creating trainer."
+            )
         self._allreduce_grads()
 
     def _allreduce_grads(self):
-        for param in self._params:
+        if not self._kvstore:
+            return
+        for i, param in enumerate(self._params):
             if param.grad_req == "null" or param._data is None:
                 continue
-            grads = param.list_grad()
-            if len(grads) <= 1:
-                continue
-            total = grads[0] + grads[1].as_in_context(grads[0].context)
-            for grad in grads[2:]:
-                total = total + grad.as_in_context(grads[0].context)
-            for grad in grads:
-                grad[:] = total.as_in_context(grad.context)
+            if self._update_on_kvstore:
+                self._kvstore.pushpull(i, param.list_grad(), out=param.list_data(), priority=-i)
+            else:
+                self._kvstore.pushpull(i, param.list_grad(), priority=-i)
 
     def update(self, batch_size, ignore_stale_grad=False):
         """Apply the optimizer without all-reducing (see :meth:`allreduce_grads`)."""
-        self._optimizer.rescale_grad = self._scale / batch_size
+        self._prepare()
+        if self._kvstore and self._update_on_kvstore:
+            raise AssertionError(
+                "update() when parameters are updated on kvstore is not supported. "
+                "Try setting `update_on_kvstore` to False when creating trainer."
+            )
+        self._check_and_rescale_grad(self._scale / batch_size)
         self._update(ignore_stale_grad)
 
     def _update(self, ignore_stale_grad=False):
@@ -216,6 +331,8 @@ class Trainer:
         for upd in updates:
             for _, _, data in upd:
                 _mark_grad_stale(data)
+        if self._kvstore and self._update_on_kvstore:
+            return  # the store applied the optimizer in push
         for updater, upd in zip(updaters, updates):
             if upd:
                 indices, grads, weights = zip(*upd)
@@ -223,6 +340,10 @@ class Trainer:
 
     def save_states(self, fname):
         """Save optimizer states (momentum ...) and the optimizer to ``fname`` (atomically)."""
+        self._prepare()
+        if self._update_on_kvstore:
+            self._kvstore.save_optimizer_states(fname, dump_optimizer=True)
+            return
         updater = self._get_updaters()[0]
         from ..serialization import atomic_write
 
@@ -231,8 +352,20 @@ class Trainer:
     def load_states(self, fname):
         """Load states written by :meth:`save_states` or by MXNet 1.9.1's
         ``Trainer.save_states``; they move to the weights' contexts on the next update."""
+        self._prepare()
         with open(fname, "rb") as fobj:
             states = to_ferromx_states(fobj.read(), fname)
+        if self._update_on_kvstore:
+            updater = self._kvstore._updater
+            try:
+                updater.set_states(states)
+            except Exception as err:
+                raise MXNetError(
+                    f"Cannot load trainer states from '{fname}': {type(err).__name__}: {err}"
+                ) from err
+            self._optimizer = updater.optimizer
+            self._optimizer.param_dict = {i: param for i, param in enumerate(self._params)}
+            return
         try:
             probe = opt.get_updater(self._optimizer)
             probe.set_states(states)

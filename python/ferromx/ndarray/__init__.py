@@ -376,6 +376,14 @@ Pad = pad
 crop = slice
 Cast = cast  # noqa: F821
 
+
+def Custom(*inputs, op_type=None, **kwargs):  # noqa: N802 - MXNet's name
+    """Run the Python operator registered with ``mx.operator.register(op_type)``."""
+    from ..operator import Custom as _custom
+
+    return _custom(*inputs, op_type=op_type, **kwargs)
+
+
 from . import random, linalg, contrib, image  # noqa: E402
 from . import _extra  # noqa: E402
 from ._extra import *  # noqa: E402,F403

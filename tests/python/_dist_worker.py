@@ -1,0 +1,129 @@
+"""Run under ``mpirun -np 2`` by test_distributed.py: ``python _dist_worker.py MODE OUT``."""
+
+import os
+import signal
+import sys
+import time
+
+import ferromx as mx
+import numpy as np
+from ferromx import autograd, gluon, nd
+from ferromx.gluon import nn
+
+BATCH, STEPS = 32, 4
+
+
+def make_net():
+    mx.random.seed(3)
+    net = nn.Sequential()
+    net.add(nn.Dense(16, activation="relu", in_units=10), nn.Dense(4, in_units=16))
+    net.initialize(mx.init.Xavier())
+    return net
+
+
+def batches():
+    rng = np.random.default_rng(0)
+    for _ in range(STEPS):
+        x = rng.standard_normal((BATCH, 10)).astype(np.float32)
+        y = rng.integers(0, 4, BATCH).astype(np.float32)
+        yield x, y
+
+
+def train(trainer_factory, part, nparts, step_batch):
+    net = make_net()
+    trainer = trainer_factory(net)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    n = BATCH // nparts
+    for x, y in batches():
+        xs, ys = nd.array(x[part * n : (part + 1) * n]), nd.array(y[part * n : (part + 1) * n])
+        with autograd.record():
+            loss = loss_fn(net(xs), ys)
+        loss.backward()
+        trainer.step(step_batch)
+    return [p.data().asnumpy() for p in net.collect_params().values()]
+
+
+def opt():
+    return {"learning_rate": 0.5, "momentum": 0.9}
+
+
+def main():
+    mode, out = sys.argv[1], sys.argv[2]
+    import ferromx.distributed as dist
+
+    dist.init()
+    r = dist.rank()
+    if mode == "all":
+        if r == 0:  # the single-process reference, here so the test process keeps its seed
+            np.savez(f"{out}.ref", *reference())
+        for sub in ("horovod", "dist_sync", "collectives"):
+            np.savez(f"{out}.{sub}.{r}", *run(sub, dist))
+    elif mode in ("kill", "stop"):
+        fail(mode, dist)
+    else:
+        raise SystemExit(f"unknown mode {mode}")
+
+
+def reference():
+    """Single process, whole batch."""
+    return train(lambda net: gluon.Trainer(net.collect_params(), "sgd", opt()), 0, 1, BATCH)
+
+
+def run(mode, dist):
+    r, n = dist.rank(), dist.size()
+    if mode == "horovod":
+
+        def factory(net):
+            dist.broadcast_parameters(net.collect_params(), root_rank=0)
+            return dist.DistributedTrainer(net.collect_params(), "sgd", opt())
+
+        params = train(factory, r, n, BATCH // n)
+    elif mode == "dist_sync":
+        # MXNet's rule: the optimizer scales the sum over workers by 1/batch_size
+        def factory(net):
+            return gluon.Trainer(net.collect_params(), "sgd", opt(), kvstore="dist_sync")
+
+        params = train(factory, r, n, BATCH)
+    elif mode == "collectives":
+        a = nd.array(np.full((3,), r + 1.0, dtype=np.float32))
+        s = dist.allreduce(a, average=False)
+        m = dist.allreduce(a)
+        dist.allreduce_(a, average=True)
+        g = dist.allgather(nd.array([[r * 10.0, r * 10.0 + 1]]))
+        b = dist.broadcast(nd.array([r + 5.0]), root_rank=1)
+        params = [s.asnumpy(), m.asnumpy(), a.asnumpy(), g.asnumpy(), b.asnumpy()]
+        kv = mx.kv.create("dist_sync")
+        assert (kv.rank, kv.num_workers, kv.type) == (r, n, "dist_sync")
+        try:
+            kv.pull(3, out=nd.zeros((2,)))
+        except mx.MXNetError as e:
+            params.append(np.array([1.0 if "has not been initialized" in str(e) else 0.0]))
+        bad = nd.zeros((2 + r,))
+        dist.allreduce_(bad)
+        try:
+            bad.asnumpy()
+            params.append(np.array([0.0]))
+        except mx.MXNetError as e:
+            params.append(np.array([1.0 if "differ across ranks" in str(e) else 0.0]))
+    return params
+
+
+def fail(mode, dist):
+    r = dist.rank()
+    a = nd.ones((4,))
+    dist.allreduce_(a)
+    a.wait_to_read()
+    if r == 1:
+        os.kill(os.getpid(), signal.SIGKILL if mode == "kill" else signal.SIGSTOP)
+    t0 = time.monotonic()
+    dist.allreduce_(a)
+    try:
+        a.asnumpy()
+        print(f"rank {r}: no error", flush=True)
+    except mx.MXNetError as e:
+        print(f"rank {r}: failed after {time.monotonic() - t0:.1f}s: {e}", flush=True)
+        os._exit(3)
+
+
+if __name__ == "__main__":
+    main()
