@@ -10,7 +10,8 @@ from . import _native
 from .ndarray import NDArray
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-           "backward", "grad", "mark_variables", "set_recording", "set_training", "Function"]
+           "backward", "grad", "mark_variables", "set_recording", "set_training", "Function",
+           "get_symbol", "NDArray"]  # MXNet's star import also hands out NDArray
 
 
 def set_recording(is_recording):  # noqa: F811 - MXNet's name

@@ -330,9 +330,14 @@ def save(fname, data):
 
 def from_numpy(ndarray, zero_copy=False):
     """An NDArray from a NumPy array: a copy, or shared memory with ``zero_copy=True``
-    (the array must be C-contiguous; NumPy must not write to it while ferromx uses it)."""
+    (the array must be C-contiguous and is made read-only, as in MXNet)."""
     if zero_copy:
-        return from_dlpack(ndarray)
+        if not ndarray.flags["C_CONTIGUOUS"]:
+            raise ValueError("from_numpy: only C-contiguous arrays are supported for zero-copy, "
+                             f"got an array of shape {ndarray.shape}")
+        res = from_dlpack(ndarray)
+        ndarray.flags["WRITEABLE"] = False  # as MXNet: NumPy must not write under the engine
+        return res
     return array(ndarray, dtype=ndarray.dtype)
 
 
@@ -377,6 +382,12 @@ crop = slice
 Cast = cast  # noqa: F821
 
 from . import random, linalg, contrib  # noqa: E402
+from ._legacy_random import *  # noqa: E402,F401,F403 - MXNet's random_*/sample_* names
+shuffle = random.shuffle
 from ._fluent import install as _install_fluent  # noqa: E402
 
 _install_fluent(globals())
+
+from ._mx_semantics import install as _install_mx_semantics  # noqa: E402
+
+_install_mx_semantics(globals())

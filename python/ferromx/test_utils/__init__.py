@@ -29,3 +29,11 @@ mx = sys.modules[__name__.rpartition(".")[0]]  # the ferromx package, as MXNet's
 
 __all__ = (_compare.__all__ + _env.__all__ + _grad.__all__ + _random.__all__
            + _stats.__all__)
+# MXNet's test_utils has no __all__: its star import also hands out these modules, which
+# MXNet's own tests use unqualified.
+import bz2, errno, gzip, json, logging, numbers, os, platform, struct, time  # noqa: E401,E402,F401
+import traceback, zipfile  # noqa: E401,E402,F401
+
+__all__ = list(__all__) + ["mx", "np", "rnd", "ss", "sys", "bz2", "errno", "gzip", "json",
+                           "logging", "numbers", "os", "platform", "struct", "time",
+                           "traceback", "zipfile"]
