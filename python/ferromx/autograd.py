@@ -98,7 +98,8 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     res = _native.backward(heads, hg, retain_graph, create_graph, train_mode, variables)
     from .ndarray import zeros_like
 
-    return [r if r is not None else zeros_like(v) for r, v in zip(res, variables)]
+    res = [r if r is not None else zeros_like(v) for r, v in zip(res, variables)]
+    return res
 
 
 def mark_variables(variables, gradients, grad_reqs="write"):

@@ -52,3 +52,8 @@ def install(ns):
             wrapped._mx_copying = True
             setattr(NDArray, name, wrapped)
     NDArray.tostype = tostype
+    NDArray._fresh_grad = property(
+        lambda self: self.grad_fresh(),
+        lambda self, v: self._set_grad_fresh(bool(v)),
+        doc="Whether backward wrote this variable's gradient since it was last marked stale.",
+    )
