@@ -33,7 +33,15 @@ __all__ = (_compare.__all__ + _env.__all__ + _grad.__all__ + _random.__all__
 # MXNet's own tests use unqualified.
 import bz2, errno, gzip, json, logging, numbers, os, platform, struct, time  # noqa: E401,E402,F401
 import traceback, zipfile  # noqa: E401,E402,F401
+from collections import OrderedDict  # noqa: E402,F401
+from contextlib import contextmanager  # noqa: E402,F401
+
+import numpy.testing as npt  # noqa: E402,F401
+
+from ..symbol import Symbol  # noqa: E402,F401
 
 __all__ = list(__all__) + ["mx", "np", "rnd", "ss", "sys", "bz2", "errno", "gzip", "json",
                            "logging", "numbers", "os", "platform", "struct", "time",
-                           "traceback", "zipfile"]
+                           "traceback", "zipfile", "OrderedDict", "contextmanager", "npt",
+                           "Symbol", "Context", "Features", "array", "current_context",
+                           "get_cuda_compute_capability", "getenv", "setenv", "use_np"]
