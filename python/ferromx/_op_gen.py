@@ -96,6 +96,9 @@ def _eval_default(default):
     return eval(default, {"__builtins__": {}})
 
 
+_SEQ_ATTR_TYPES = (range, _onp.ndarray)
+
+
 def make_op(d, public, env):
     """The ``nd`` function of an operator: inputs first (positional or by name), then
     parameters in MXNet's order (positional or keyword), ``out=`` and ``name=``.
@@ -127,6 +130,9 @@ def make_op(d, public, env):
             raise TypeError(f"{public}: takes {len(attrs)} parameters, got {len(rest)} positional")
         for nm, v in zip(attrs, rest):
             kwargs[nm] = v
+        for nm, v in kwargs.items():
+            if type(v) in _SEQ_ATTR_TYPES:  # MXNet takes range / NumPy arrays as tuples
+                kwargs[nm] = tuple(int(i) for i in v)
         if has_ctx:
             kwargs["ctx"] = ctx_str(kwargs.get("ctx"))
         if has_dtype and kwargs.get("dtype") is not None:

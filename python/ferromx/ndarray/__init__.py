@@ -328,15 +328,17 @@ def save(fname, data):
     serialization.save(fname, data)
 
 
-def from_numpy(ndarray, zero_copy=False):
-    """An NDArray from a NumPy array: a copy, or shared memory with ``zero_copy=True``
-    (the array must be C-contiguous and is made read-only, as in MXNet)."""
+def from_numpy(ndarray, zero_copy=True, array_cls=None):
+    """An NDArray from a NumPy array: shared memory by default (``zero_copy=True``, as in
+    MXNet 1.9.1: the array must be C-contiguous and is made read-only), or a copy."""
     if zero_copy:
         if not ndarray.flags["C_CONTIGUOUS"]:
             raise ValueError("from_numpy: only C-contiguous arrays are supported for zero-copy, "
                              f"got an array of shape {ndarray.shape}")
         res = from_dlpack(ndarray)
         ndarray.flags["WRITEABLE"] = False  # as MXNet: NumPy must not write under the engine
+        if array_cls is not None and not isinstance(res, array_cls):
+            res = res.as_np_ndarray() if hasattr(array_cls, "as_nd_ndarray") else res
         return res
     return array(ndarray, dtype=ndarray.dtype)
 

@@ -14,9 +14,10 @@ _STYPES = ("default", "csr", "row_sparse")
 
 def _copying(fn):
     @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args, inplace=False, **kwargs):
         res = fn(*args, **kwargs)
-        if kwargs.get("out") is not None or not isinstance(res, NDArray):
+        # MXNet's ``inplace=True`` (methods) returns a view sharing the input's memory.
+        if inplace or kwargs.get("out") is not None or not isinstance(res, NDArray):
             return res
         return res.copy()
 
