@@ -335,6 +335,12 @@ def from_numpy(ndarray, zero_copy=True, array_cls=None):
         if not ndarray.flags["C_CONTIGUOUS"]:
             raise ValueError("from_numpy: only C-contiguous arrays are supported for zero-copy, "
                              f"got an array of shape {ndarray.shape}")
+        if not ndarray.flags["WRITEABLE"]:  # already shared (read-only): share it again
+            try:
+                ndarray.flags["WRITEABLE"] = True
+            except ValueError as exc:
+                raise ValueError("from_numpy: zero-copy needs an array whose memory NumPy "
+                                 "may write (this one is a read-only view)") from exc
         res = from_dlpack(ndarray)
         ndarray.flags["WRITEABLE"] = False  # as MXNet: NumPy must not write under the engine
         if array_cls is not None and not isinstance(res, array_cls):
