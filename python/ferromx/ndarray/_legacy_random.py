@@ -6,11 +6,24 @@ parameter names (``lam`` is a rate). Each forwards to ``nd.random``."""
 from . import random as _r
 
 __all__ = [
-    "uniform", "normal", "random_uniform", "random_normal", "random_gamma",
-    "random_exponential", "random_poisson", "random_negative_binomial",
-    "random_generalized_negative_binomial", "random_randint", "sample_uniform",
-    "sample_normal", "sample_gamma", "sample_exponential", "sample_poisson",
-    "sample_negative_binomial", "sample_generalized_negative_binomial", "sample_multinomial",
+    "normal",
+    "random_exponential",
+    "random_gamma",
+    "random_generalized_negative_binomial",
+    "random_negative_binomial",
+    "random_normal",
+    "random_poisson",
+    "random_randint",
+    "random_uniform",
+    "sample_exponential",
+    "sample_gamma",
+    "sample_generalized_negative_binomial",
+    "sample_multinomial",
+    "sample_negative_binomial",
+    "sample_normal",
+    "sample_poisson",
+    "sample_uniform",
+    "uniform",
 ]
 
 
