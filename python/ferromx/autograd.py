@@ -112,8 +112,11 @@ def mark_variables(variables, gradients, grad_reqs="write"):
 
 
 def get_symbol(x):
-    """Not supported: ferromx has no symbolic graph."""
-    raise NotImplementedError("ferromx has no Symbol API; use hybridize()-free imperative code")
+    """Not supported: ferromx's autograd tape is not turned into a ``Symbol``."""
+    raise NotImplementedError(
+        "autograd.get_symbol: ferromx does not convert the recorded tape into a Symbol; "
+        "build the graph with mx.sym, or export a hybridized HybridBlock"
+    )
 
 
 class Function:
