@@ -191,3 +191,15 @@ def test_second_order_of_piecewise_constant_gradient_raises():
         g = autograd.grad(nd.relu(x), [x], create_graph=True)[0]
     with pytest.raises(MXNetError, match="backward"):
         g.backward()
+
+
+def test_contrib_isinf_isfinite_isnan():
+    # Values and dtypes recorded from MXNet 1.9.1.
+    x = nd.array([1, float("inf"), float("-inf"), float("nan")])
+    assert nd.contrib.isinf(x).asnumpy().tolist() == [0, 1, 1, 0]
+    assert nd.contrib.isfinite(x).asnumpy().tolist() == [1, 0, 0, 0]
+    assert nd.contrib.isnan(x).asnumpy().tolist() == [0, 0, 0, 1]
+    assert nd.contrib.isnan(x).dtype == np.float32
+    xi = nd.array([1, 2], dtype="int32")
+    assert nd.contrib.isnan(xi).dtype == np.int32
+    assert nd.contrib.isfinite(xi).asnumpy().tolist() == [1, 1]

@@ -12,8 +12,8 @@ import pytest
 from ferromx import _op_gen, nd
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 TIMEOUT_S = 10.0
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
