@@ -154,7 +154,7 @@ def make_ufunc(d, public, env):
     np_name = d["np"][0] if d["np"] else None
     invoke, finish, NDArray, array = env.invoke, env.finish, env.NDArray, env.array
 
-    def fn(lhs, rhs, out=None, name=None, **kwargs):  # noqa: ARG001
+    def fn(lhs, rhs, out=None, name=None, **kwargs):
         # MXNet's binary operators have no parameters and ignore extra keywords
         # (``broadcast_maximum(a, b, axis=1)`` runs in MXNet 1.9.1); so does ferromx.
         if isinstance(lhs, NDArray):

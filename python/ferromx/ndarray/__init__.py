@@ -390,12 +390,11 @@ crop = slice
 Cast = cast  # noqa: F821
 
 from . import random, linalg, contrib  # noqa: E402
-from ._legacy_random import *  # noqa: E402,F401,F403 - MXNet's random_*/sample_* names
-shuffle = random.shuffle
 from ._fluent import install as _install_fluent  # noqa: E402
+from ._legacy_random import *  # noqa: F403 - MXNet's random_*/sample_* names
+from ._mx_semantics import install as _install_mx_semantics
+
+shuffle = random.shuffle
 
 _install_fluent(globals())
-
-from ._mx_semantics import install as _install_mx_semantics  # noqa: E402
-
 _install_mx_semantics(globals())

@@ -22,8 +22,8 @@ import numbers
 import numpy as _onp
 
 from .. import _native
-from ..ndarray import ndarray as _ndmod
 from ..base import MXNetValueError
+from ..ndarray import ndarray as _ndmod
 
 ndarray = _native.ndarray
 invoke = _native.invoke
