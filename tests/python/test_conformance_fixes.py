@@ -203,3 +203,11 @@ def test_contrib_isinf_isfinite_isnan():
     xi = nd.array([1, 2], dtype="int32")
     assert nd.contrib.isnan(xi).dtype == np.int32
     assert nd.contrib.isfinite(xi).asnumpy().tolist() == [1, 1]
+
+
+def test_setitem_value_with_extra_leading_ones():
+    x = nd.zeros((4, 3, 3))
+    x[:] = nd.arange(3).reshape((1, 1, 1, 3))  # NumPy and MXNet drop the leading 1-dims
+    assert x[2, 1].asnumpy().tolist() == [0, 1, 2]
+    with pytest.raises(ValueError, match="__setitem__"):
+        x[:] = nd.ones((2, 1, 1, 3))
