@@ -211,3 +211,24 @@ def test_setitem_value_with_extra_leading_ones():
     assert x[2, 1].asnumpy().tolist() == [0, 1, 2]
     with pytest.raises(ValueError, match="__setitem__"):
         x[:] = nd.ones((2, 1, 1, 3))
+
+
+def test_profiler_json_has_mxnets_sections_sorted():
+    from ferromx import profiler
+
+    profiler.set_config(profile_all=True, aggregate_stats=True, filename="/tmp/_conf_prof.json")
+    profiler.set_state("run")
+    try:
+        profiler.dumps(reset=True)
+        a = nd.zeros((50, 50))
+        for _ in range(3):
+            a = a + 1
+        nd.sqrt(a).wait_to_read()
+        stats = json.loads(profiler.dumps(format="json", sort_by="count", ascending=True))
+    finally:
+        profiler.set_state("stop")
+    assert {"Time", "Memory", "Unit"} <= set(stats)
+    ops = stats["Time"]["operator"]
+    counts = [r["Count"] for r in ops.values()]
+    assert counts == sorted(counts) and set(next(iter(ops.values()))) == {
+        "Count", "Total", "Min", "Max", "Avg"}
