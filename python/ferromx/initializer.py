@@ -268,7 +268,8 @@ class Constant(Initializer):
             value = value.asnumpy().tolist()
         elif isinstance(value, np.ndarray):
             value = value.tolist()
-        return json.dumps([self.__class__.__name__.lower(), {"value": value}])
+        self._kwargs["value"] = value  # as MXNet: the stored kwargs become JSON-ready
+        return json.dumps([self.__class__.__name__.lower(), self._kwargs])
 
     def _init_weight(self, _, arr):
         value = self.value

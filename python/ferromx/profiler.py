@@ -286,7 +286,11 @@ def wait_summary(evs=None):
 _SORT_KEYS = {"total": 1, "count": 0, "min": 2, "max": 3, "avg": 1, "mean": 1}
 
 
-def _stats_json(ops, waits, domains, counters):
+def _mx_row(c, t, mn, mx):
+    return {"Count": c, "Total": t, "Min": mn, "Max": mx, "Avg": t / c}
+
+
+def _stats_json(ops, waits, domains, counters, order=None):
     def row(c, t, mn, mx):
         return {"count": c, "total_ms": t, "min_ms": mn, "max_ms": mx, "mean_ms": t / c}
 
@@ -302,7 +306,22 @@ def _stats_json(ops, waits, domains, counters):
                   for n, v in waits.items()},
         "domains": dom,
         "counters": cnt,
+        # MXNet's layout (sorted by ``sort_by``): Time per domain, Memory (ferromx keeps no
+        # memory statistics, so it is empty) and the units.
+        "Time": _mx_time(ops, domains, order or (lambda d: list(d.items()))),
+        "Memory": {},
+        "Unit": {"Time": "ms", "Memory": "kB"},
     })
+
+
+def _mx_time(ops, domains, order):
+    time = {"operator": {n: _mx_row(*v) for n, v in order(ops)}} if ops else {}
+    by_domain = {}
+    for (d, n), v in domains.items():
+        by_domain.setdefault(d, {})[n] = v
+    for d, rows in by_domain.items():
+        time[d] = {n: _mx_row(*v) for n, v in order(rows)}
+    return time
 
 
 def dumps(reset=False, format="table", sort_by="total", ascending=False):
@@ -329,7 +348,7 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):
                       else kv[1][k], reverse=not ascending)
 
     if format == "json":
-        return _stats_json(ops, waits, domains, counters)
+        return _stats_json(ops, waits, domains, counters, order)
     lines = ["Profile Statistics (times in ms)", "", "Operators:",
              f"{'Name':<32}{'Count':>10}{'Total':>12}{'Min':>10}{'Max':>10}{'Mean':>10}"]
     for n, (c, t, mn, mx) in order(ops):

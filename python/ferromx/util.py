@@ -139,14 +139,34 @@ class _Scope:
         setattr(_state, self._flag, self._old)
 
 
+class _NumpyShapeScope(_Scope):
+    """MXNet's name for the NumPy-shape scope (``_is_np_shape`` says which it sets)."""
+
+    _current = threading.local()
+
+    def __init__(self, is_np_shape):
+        super().__init__("np_shape", is_np_shape)
+        self._is_np_shape = bool(is_np_shape)
+
+
+class _NumpyArrayScope(_Scope):
+    """MXNet's name for the NumPy-array scope (``_is_np_array`` says which it sets)."""
+
+    _current = threading.local()
+
+    def __init__(self, is_np_array):
+        super().__init__("np_array", is_np_array)
+        self._is_np_array = bool(is_np_array)
+
+
 def np_shape(active=True):
     """A ``with`` scope with NumPy-shape semantics on (or off, ``active=False``)."""
-    return _Scope("np_shape", active)
+    return _NumpyShapeScope(active)
 
 
 def np_array(active=True):
     """A ``with`` scope with NumPy-array semantics on (or off, ``active=False``)."""
-    return _Scope("np_array", active)
+    return _NumpyArrayScope(active)
 
 
 def _scoped_decorator(func, scope, name):

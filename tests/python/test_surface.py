@@ -46,7 +46,6 @@ FOREIGN_REQUIRED = {
 # module -> (EXPECTED_COMPLETE, {excluded name: reason}, coverage floor for incomplete ones)
 MODULES = {
     "mxnet.test_utils": (True, {
-        "Symbol": NEEDS_SYM,
         "np_symbol": NEEDS_SYM,
     }, None),
     "mxnet.base": (True, {

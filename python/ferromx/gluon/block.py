@@ -87,11 +87,18 @@ class _BlockScope:
             return self
         self._old_scope = getattr(_BlockScope._current, "value", None)
         _BlockScope._current.value = self
+        # As MXNet: names made inside the scope (NameManager.current) carry the prefix.
+        self._name_scope = _name.Prefix(self._block.prefix)
+        self._name_scope.__enter__()
         return self
 
     def __exit__(self, ptype, value, trace):
         if self._block._empty_prefix:
             return
+        name_scope = getattr(self, "_name_scope", None)
+        if name_scope is not None:
+            name_scope.__exit__(ptype, value, trace)
+            self._name_scope = None
         _BlockScope._current.value = self._old_scope
 
 

@@ -43,8 +43,16 @@ def _apply_weighting(loss, weight=None, sample_weight=None):
     return loss
 
 
+def _is_symbol(x):
+    from ..symbol import Symbol
+
+    return isinstance(x, Symbol)
+
+
 def _reshape_like(x, y):
     """Reshape ``x`` to ``y``'s shape (labels given as (N,) for predictions (N, 1) ...)."""
+    if _is_symbol(x) or _is_symbol(y):
+        return x.reshape_like(y)
     if tuple(x.shape) == tuple(y.shape):
         return x
     return x.reshape(y.shape)
@@ -65,6 +73,8 @@ def _batch_first(loss, batch_axis):
 
 def _mean_except_batch(loss, batch_axis):
     """Mean over every axis but ``batch_axis`` (MXNet's ``mean(..., exclude=True)``)."""
+    if _is_symbol(loss):
+        return loss.mean(axis=batch_axis, exclude=True)
     flat = _batch_first(loss, batch_axis)
     return loss if flat is None else flat.mean(axis=1)
 

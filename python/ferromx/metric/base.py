@@ -62,6 +62,20 @@ def create(metric, *args, **kwargs):
         for child in metric:
             composite.add(create(child, *args, **kwargs))
         return composite
+    if isinstance(metric, dict):  # a config dict, as get_config() gives
+        conf = dict(metric)
+        return create(conf.pop("metric"), *args, **dict(conf, **kwargs))
+    if isinstance(metric, str) and metric.lstrip()[:1] in ("[", "{"):
+        # A JSON config, as ``get_config()``/``dumps`` give: ``["name", {kwargs}]`` or
+        # ``{"metric": "name", ...kwargs}`` (MXNet's registry accepts both).
+        import json
+
+        conf = json.loads(metric)
+        if isinstance(conf, list):
+            metric, conf = conf[0], dict(conf[1]) if len(conf) > 1 else {}
+        else:
+            metric = conf.pop("metric")
+        return create(metric, *args, **dict(conf, **kwargs))
     if isinstance(metric, str):
         key = metric.lower()
         if key not in _METRIC_REGISTRY:

@@ -328,11 +328,24 @@ def save(fname, data):
     serialization.save(fname, data)
 
 
-def from_numpy(ndarray, zero_copy=False):
-    """An NDArray from a NumPy array: a copy, or shared memory with ``zero_copy=True``
-    (the array must be C-contiguous; NumPy must not write to it while ferromx uses it)."""
+def from_numpy(ndarray, zero_copy=True, array_cls=None):
+    """An NDArray from a NumPy array: shared memory by default (``zero_copy=True``, as in
+    MXNet 1.9.1: the array must be C-contiguous and is made read-only), or a copy."""
     if zero_copy:
-        return from_dlpack(ndarray)
+        if not ndarray.flags["C_CONTIGUOUS"]:
+            raise ValueError("from_numpy: only C-contiguous arrays are supported for zero-copy, "
+                             f"got an array of shape {ndarray.shape}")
+        if not ndarray.flags["WRITEABLE"]:  # already shared (read-only): share it again
+            try:
+                ndarray.flags["WRITEABLE"] = True
+            except ValueError as exc:
+                raise ValueError("from_numpy: zero-copy needs an array whose memory NumPy "
+                                 "may write (this one is a read-only view)") from exc
+        res = from_dlpack(ndarray)
+        ndarray.flags["WRITEABLE"] = False  # as MXNet: NumPy must not write under the engine
+        if array_cls is not None and not isinstance(res, array_cls):
+            res = res.as_np_ndarray() if hasattr(array_cls, "as_nd_ndarray") else res
+        return res
     return array(ndarray, dtype=ndarray.dtype)
 
 
@@ -390,8 +403,13 @@ from ._extra import *  # noqa: E402,F403
 from ._updates import *  # noqa: E402,F403
 from . import utils  # noqa: E402
 from ._fluent import install as _install_fluent  # noqa: E402
+from ._legacy_random import *  # noqa: F403 - MXNet's random_*/sample_* names
+from ._mx_semantics import install as _install_mx_semantics
+
+shuffle = random.shuffle
 
 _install_fluent(globals())
+_install_mx_semantics(globals())
 
 
 def __getattr__(name):

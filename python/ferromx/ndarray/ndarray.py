@@ -635,6 +635,9 @@ def _setitem(self, key, value):
                 and value.ndim > len(final)
             ):
                 value = value._reshape(list(final))  # e.g. a 1-element array into one element
+            extra = value.ndim - len(final)
+            if extra > 0 and all(d == 1 for d in value.shape[:extra]):
+                value = value._reshape(list(value.shape[extra:]))  # NumPy drops leading 1s
             if value.shape != final:
                 try:
                     value = value.broadcast_to(final)

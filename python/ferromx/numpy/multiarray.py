@@ -22,6 +22,7 @@ import numbers
 import numpy as _onp
 
 from .. import _native
+from ..base import MXNetValueError
 from ..ndarray import ndarray as _ndmod
 
 ndarray = _native.ndarray
@@ -68,19 +69,19 @@ def _shape_of(self, shape):
         shape = tuple(shape[0])
     shape = tuple(int(d) for d in shape)
     if sum(1 for d in shape if d == -1) > 1:
-        raise ValueError(f"reshape: can only specify one unknown dimension, got {shape}")
+        raise MXNetValueError(f"reshape: can only specify one unknown dimension, got {shape}")
     if any(d < -1 for d in shape):
-        raise ValueError(f"reshape: negative dimensions are not allowed, got {shape}")
+        raise MXNetValueError(f"reshape: negative dimensions are not allowed, got {shape}")
     known = 1
     for d in shape:
         if d != -1:
             known *= d
     if -1 in shape:
         if known == 0 or self.size % known:
-            raise ValueError(f"reshape: cannot reshape array of size {self.size} into shape {shape}")
+            raise MXNetValueError(f"reshape: cannot reshape array of size {self.size} into shape {shape}")
         shape = tuple(self.size // known if d == -1 else d for d in shape)
     elif known != self.size:
-        raise ValueError(f"reshape: cannot reshape array of size {self.size} into shape {shape}")
+        raise MXNetValueError(f"reshape: cannot reshape array of size {self.size} into shape {shape}")
     return shape
 
 

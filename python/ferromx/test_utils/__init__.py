@@ -6,14 +6,30 @@ NDArrays, and the helpers that need ``mx.sym`` raise ``MXNetError`` saying so. S
 dense only: the csr/row_sparse generators raise ``MXNetError``.
 """
 
+import bz2
+import errno
+import gzip
+import json
+import logging
+import numbers
+import os
+import platform
+import struct
 import sys
+import time
+import traceback
+import zipfile
+from collections import OrderedDict
+from contextlib import contextmanager
 
 import numpy as np  # noqa: F401 - MXNet's test_utils exposes these modules
 import numpy.random as rnd  # noqa: F401
+import numpy.testing as npt
 
 from .. import ndarray as _nd
 from ..context import Context, current_context  # noqa: F401
 from ..runtime import Features  # noqa: F401
+from ..symbol import Symbol
 from ..util import get_cuda_compute_capability, getenv, setenv, use_np  # noqa: F401
 from . import _compare, _env, _grad, _random, _stats
 from ._compare import *
@@ -29,3 +45,11 @@ mx = sys.modules[__name__.rpartition(".")[0]]  # the ferromx package, as MXNet's
 
 __all__ = (_compare.__all__ + _env.__all__ + _grad.__all__ + _random.__all__
            + _stats.__all__)
+# MXNet's test_utils has no __all__: its star import also hands out the modules and names
+# imported at the top, which MXNet's own tests use unqualified.
+
+__all__ = list(__all__) + ["mx", "np", "rnd", "ss", "sys", "bz2", "errno", "gzip", "json",
+                           "logging", "numbers", "os", "platform", "struct", "time",
+                           "traceback", "zipfile", "OrderedDict", "contextmanager", "npt",
+                           "Symbol", "Context", "Features", "array", "current_context",
+                           "get_cuda_compute_capability", "getenv", "setenv", "use_np"]
