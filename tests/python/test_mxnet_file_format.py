@@ -250,9 +250,13 @@ def test_failure_mid_write_keeps_old_file(tmp_path, monkeypatch):
 
 # ---- gluon parameters --------------------------------------------------------------------------
 def make_mlp():
-    net = nn.HybridSequential()
-    net.add(nn.Dense(4, activation="relu", in_units=3))
-    net.add(nn.Dense(2, in_units=4))
+    # Names fixed by a prefix, as in the fresh MXNet process that recorded the fixtures: the
+    # Trainer takes parameters in sorted-name order (as MXNet's does), so 'dense10_' after
+    # 'dense9_' from earlier tests would reorder them against the recorded states.
+    net = nn.HybridSequential(prefix="mlp_")
+    with net.name_scope():
+        net.add(nn.Dense(4, activation="relu", in_units=3))
+        net.add(nn.Dense(2, in_units=4))
     return net
 
 

@@ -217,6 +217,26 @@ fn infer_bilinear(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Me
     Ok(vec![Meta { shape: Shape::new(&[d[0], d[1], oh, ow]), ..x.clone() }])
 }
 
+/// `UpSampling`'s output: the first input's spatial size times `scale`; nearest
+/// up-sampling of several inputs concatenates their channels (`multi_input_mode='concat'`)
+/// or keeps the first's (`'sum'`).
+fn infer_upsampling(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let p = Invocation::params(def, a);
+    let x = ins.first().ok_or_else(|| Error::value(def.name, "needs data"))?;
+    let d = x.shape.dims();
+    if d.len() != 4 {
+        return Err(Error::shape(def.name, &[&x.shape], "data must be 4-d (batch, channel, height, width)"));
+    }
+    let scale = p.i64("scale")?.max(0) as usize;
+    let nearest = p.str("sample_type")? == "nearest";
+    let channels = if nearest && p.str("multi_input_mode")? == "concat" {
+        ins.iter().map(|m| m.shape.dims().get(1).copied().unwrap_or(0)).sum()
+    } else {
+        d[1]
+    };
+    Ok(vec![Meta { shape: Shape::new(&[d[0], channels, d[2] * scale, d[3] * scale]), ..x.clone() }])
+}
+
 /// `_contrib_AdaptiveAvgPooling2D`.
 pub(super) const ADAPTIVE: OpDef = OpDef {
     name: "_contrib_AdaptiveAvgPooling2D",
@@ -278,6 +298,7 @@ pub(super) const UPSAMPLING: OpDef = OpDef {
         let nf = i.i64("num_filter")?.max(0) as usize;
         one(upsampling(&xs, scale, &i.str("sample_type")?, &i.str("multi_input_mode")?, nf))
     },
+    infer: Some(infer_upsampling),
     cpu: KernelSlot::Composite,
     ..OpDef::BASE
 };

@@ -264,6 +264,7 @@ pub static DEFS: &[OpDef] = &[
         params: rnn::PARAMS,
         doc: "Fused recurrent layers (rnn_relu, rnn_tanh, lstm, gru) over a (seq, batch, input) sequence with \
               MXNet's flat parameter vector; composed of engine operators, differentiated through time.",
+        infer: Some(rnn::infer),
         forward: rnn::forward,
         grad: Grad::Recorded,
         cpu: KernelSlot::Composite,

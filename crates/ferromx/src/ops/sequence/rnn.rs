@@ -13,7 +13,7 @@
 use super::{apply, DEFS, LAST, MASK, REVERSE};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::opdef::{param, Invocation, Meta, ParamDef, ParamKind as K};
+use crate::opdef::{param, Attrs, Invocation, Meta, OpDef, ParamDef, ParamKind as K};
 use crate::ops::{self, nn, UnaryOp};
 use crate::shape::Shape;
 
@@ -338,6 +338,32 @@ pub(super) fn forward(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
         out.push(ops::stack(&hs, 0)?);
         if c.mode == Mode::Lstm {
             out.push(ops::stack(&cs, 0)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Shapes of `RNN`'s outputs from metadata: `out` is `(seq, batch, dirs * hidden)` where
+/// `hidden` is `projection_size` when set, else `state_size`; with `state_outputs` the final
+/// states `(layers * dirs, batch, hidden)` and, for LSTM, the cell states
+/// `(layers * dirs, batch, state_size)`.
+pub(super) fn infer(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let p = Invocation::params(def, a);
+    let x = ins.first().ok_or_else(|| Error::value(def.name, "needs data"))?;
+    let d = x.shape.dims();
+    if d.len() != 3 {
+        return Err(Error::shape(def.name, &[&x.shape], "data must be 3-d (seq, batch, input)"));
+    }
+    let state = p.i64("state_size")?.max(0) as usize;
+    let layers = p.i64("num_layers")?.max(0) as usize;
+    let dirs = if p.bool("bidirectional")? { 2 } else { 1 };
+    let hidden = p.opt_i64("projection_size")?.map_or(state, |v| v.max(0) as usize);
+    let mode = p.str("mode")?;
+    let mut out = vec![Meta { shape: Shape::new(&[d[0], d[1], dirs * hidden]), ..x.clone() }];
+    if p.bool("state_outputs")? {
+        out.push(Meta { shape: Shape::new(&[layers * dirs, d[1], hidden]), ..x.clone() });
+        if mode == "lstm" {
+            out.push(Meta { shape: Shape::new(&[layers * dirs, d[1], state]), ..x.clone() });
         }
     }
     Ok(out)
