@@ -179,6 +179,9 @@ def test_is_train_and_assign_add():
             return Probe()
 
     y = nd.Custom(nd.ones((3,)), op_type="test_probe")
+    # the two calls share no array, so the engine may run them in either order: read the
+    # first before pushing the second
+    y.wait_to_read()
     with autograd.record(train_mode=True):
         z = nd.Custom(nd.ones((3,)), op_type="test_probe")
     np.testing.assert_allclose(y.asnumpy(), [2.0, 2.0, 2.0])
