@@ -66,6 +66,10 @@ pub fn fully_connected(
         push_call(OpCall::new(&DEFS[0], &inputs, &[&out]).with_ints(&ints))?;
     }
     if needs_record(&inputs) {
+        // Only the gradients something will read are computed: the first
+        // layer's data gradient is a whole gemm that a training step discards.
+        let (need_dx, need_dw) = (data.has_entry(), weight.has_entry());
+        let need_db = bias.is_some_and(|b| b.has_entry());
         let (x, w) = (data.clone(), weight.clone());
         record(
             name,
@@ -74,11 +78,16 @@ pub fn fully_connected(
             Box::new(move |g| {
                 let g2 = g[0].view_as(Shape::new(&[rows, num_hidden]), 0);
                 let x2 = x.view_as(Shape::new(&[rows, inp]), 0);
-                let dx = ops::dot(&g2, &w, false, false)?.view_as(x.shape().clone(), 0);
-                let dw = ops::dot(&g2, &x2, true, false)?;
-                let mut r = vec![Some(dx), Some(dw)];
+                let dx =
+                    if need_dx { Some(ops::dot(&g2, &w, false, false)?.view_as(x.shape().clone(), 0)) } else { None };
+                let dw = if need_dw { Some(ops::dot(&g2, &x2, true, false)?) } else { None };
+                let mut r = vec![dx, dw];
                 if has_bias {
-                    r.push(Some(ops::reduce(ReduceOp::Sum, &g2, Some(&[0]), false, false)?));
+                    r.push(if need_db {
+                        Some(ops::reduce(ReduceOp::Sum, &g2, Some(&[0]), false, false)?)
+                    } else {
+                        None
+                    });
                 }
                 Ok(r)
             }),
