@@ -20,6 +20,8 @@ pub mod reduce;
 pub mod sequence;
 pub mod shape;
 pub mod sort;
+#[cfg(test)]
+mod test_support;
 pub mod unary;
 
 pub use binary::{binary, binary_inplace, binary_scalar, scalar_inplace, scalar_op, user_scalar_op, BinOp};
