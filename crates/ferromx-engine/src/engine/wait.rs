@@ -15,66 +15,58 @@ impl Engine {
             (Some(scope), Some(v)) => inline::wait_ready(&scope, v, !matches!(target, WaitTarget::Read(_))),
             _ => false,
         };
-        if ready_inline {
-            let s = self.shared.clone();
-            return Ok(WaitTicket {
-                shared: s,
-                target,
-                var: var.cloned(),
-                signal: None,
-                label,
-                started: Mutex::new(None),
-            });
-        }
-        if in_engine_op() {
-            return Err(EngineError::new(
-                ErrorKind::WaitInsideOp,
-                "wait",
-                "a wait was issued from inside an engine operation; it would deadlock",
-            ));
-        }
-        let s = &self.shared;
-        let signal = match (&target, var) {
-            (WaitTarget::All, _) => None,
-            (WaitTarget::Read(_), Some(v)) => {
-                let pending = v.0.state.lock().pending_writes;
-                if pending == 0 {
-                    None
-                } else {
-                    let sig = Arc::new(Signal::default());
-                    let op = Op::new("WaitForVar", || Ok(())).reads([v]).priority(1);
-                    self.push_inner(op, Some(sig.clone()));
-                    Some(sig)
-                }
+        let signal = if ready_inline {
+            None
+        } else {
+            if in_engine_op() {
+                return Err(wait_inside_op());
             }
-            (_, Some(v)) => {
-                let busy = {
-                    let st = v.0.state.lock();
-                    st.pending_writes > 0 || st.running_reads > 0 || !st.queue.is_empty()
-                };
-                if !busy {
-                    None
-                } else {
-                    let sig = Arc::new(Signal::default());
-                    let op = Op::new("WaitToWrite", || Ok(())).writes([v]).priority(1);
-                    self.push_inner(op, Some(sig.clone()));
-                    Some(sig)
+            match (&target, var) {
+                (WaitTarget::All, _) => None,
+                (WaitTarget::Read(_), Some(v)) => {
+                    let pending = v.0.state.lock().pending_writes;
+                    if pending == 0 {
+                        None
+                    } else {
+                        Some(self.sentinel(Op::new("WaitForVar", || Ok(())).reads([v])))
+                    }
                 }
+                (_, Some(v)) => {
+                    let busy = {
+                        let st = v.0.state.lock();
+                        st.pending_writes > 0 || st.running_reads > 0 || !st.queue.is_empty()
+                    };
+                    if !busy {
+                        None
+                    } else {
+                        Some(self.sentinel(Op::new("WaitToWrite", || Ok(())).writes([v])))
+                    }
+                }
+                _ => None,
             }
-            _ => None,
         };
-        Ok(WaitTicket { shared: s.clone(), target, var: var.cloned(), signal, label, started: Mutex::new(None) })
+        Ok(WaitTicket {
+            shared: self.shared.clone(),
+            target,
+            var: var.cloned(),
+            signal,
+            label,
+            started: Mutex::new(None),
+        })
+    }
+
+    /// Pushes the no-op `op` with priority 1; the signal is set once it has run.
+    fn sentinel(&self, op: Op) -> Arc<Signal> {
+        let sig = Arc::new(Signal::default());
+        self.push_inner(op.priority(1), Some(sig.clone()));
+        sig
     }
 
     /// Pushes `op` and returns a ticket that completes when *this op* has run
     /// (e.g. a copy-out that reads `var`); finishing it reports `var`'s error.
     pub fn push_ticket(&self, op: Op, var: &Var, label: Option<Arc<str>>) -> Result<WaitTicket> {
         if in_engine_op() && inline::current().is_none() {
-            return Err(EngineError::new(
-                ErrorKind::WaitInsideOp,
-                "wait",
-                "a wait was issued from inside an engine operation; it would deadlock",
-            ));
+            return Err(wait_inside_op());
         }
         self.throttle();
         let sig = Arc::new(Signal::default());
@@ -123,6 +115,15 @@ impl Engine {
     pub fn is_ready(&self, var: &Var) -> bool {
         var.0.state.lock().pending_writes == 0
     }
+}
+
+/// The error of a wait issued from inside an engine operation.
+fn wait_inside_op() -> EngineError {
+    EngineError::new(
+        ErrorKind::WaitInsideOp,
+        "wait",
+        "a wait was issued from inside an engine operation; it would deadlock",
+    )
 }
 
 /// A wait in progress. Block with [`WaitTicket::wait_timeout`] in slices (so a
