@@ -126,6 +126,19 @@ impl From<Vec<usize>> for Shape {
     }
 }
 
+/// Writes `src` broadcast to `out` into `dst`: `strides` are the source's
+/// [`Shape::broadcast_strides`] to `out`; a same-size source is copied, a
+/// one-element source fills.
+pub fn broadcast_copy<T: Copy>(out: &Shape, strides: &[usize], src: &[T], dst: &mut [T]) {
+    if src.len() == dst.len() {
+        dst.copy_from_slice(src);
+    } else if src.len() == 1 {
+        dst.fill(src[0]);
+    } else {
+        for_each_strided(out, strides, 0, dst.len(), |oi, si| dst[oi] = src[si]);
+    }
+}
+
 /// Iterates the flat indices into a strided source for every element of `out`
 /// in row-major order, calling `f(out_index, src_index)`. The innermost
 /// dimension is a tight loop.

@@ -104,7 +104,24 @@ class DataIter:
         """Number of padding examples in the current batch."""
 
 
-class ResizeIter(DataIter):
+class _BatchHoldingIter(DataIter):
+    """An iterator whose ``iter_next`` stores the whole batch in ``current_batch``; the
+    getters read it."""
+
+    def getdata(self):
+        return self.current_batch.data
+
+    def getlabel(self):
+        return self.current_batch.label
+
+    def getindex(self):
+        return self.current_batch.index
+
+    def getpad(self):
+        return self.current_batch.pad
+
+
+class ResizeIter(_BatchHoldingIter):
     """Make ``data_iter`` yield exactly ``size`` batches per epoch (restarting it as needed).
 
     ``reset_internal``: whether :meth:`reset` also resets ``data_iter``.
@@ -139,20 +156,8 @@ class ResizeIter(DataIter):
         self.cur += 1
         return True
 
-    def getdata(self):
-        return self.current_batch.data
 
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
-
-
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_BatchHoldingIter):
     """Fetch the next batch of each iterator in ``iters`` on a background thread.
 
     The batches of several iterators are joined (data lists and label lists concatenated);
@@ -276,18 +281,6 @@ class PrefetchingIter(DataIter):
         if self.iter_next():
             return self.current_batch
         raise StopIteration
-
-    def getdata(self):
-        return self.current_batch.data
-
-    def getlabel(self):
-        return self.current_batch.label
-
-    def getindex(self):
-        return self.current_batch.index
-
-    def getpad(self):
-        return self.current_batch.pad
 
 
 class NDArrayIter(DataIter):

@@ -20,6 +20,8 @@ pub mod reduce;
 pub mod sequence;
 pub mod shape;
 pub mod sort;
+#[cfg(test)]
+mod test_support;
 pub mod unary;
 
 pub use binary::{binary, binary_inplace, binary_scalar, scalar_inplace, scalar_op, user_scalar_op, BinOp};
@@ -156,14 +158,7 @@ pub fn assign(dst: &NDArray, src: &NDArray) -> Result<()> {
     let dt = dst.dtype();
     push_kernel("_copyto", vec![src.view()], vec![dst.view()], move |k| {
         with_dtype!(dt, T, {
-            let (y, o) = (k.input::<T>(0), k.output::<T>(0));
-            if y.len() == o.len() {
-                o.copy_from_slice(y);
-            } else if y.len() == 1 {
-                o.fill(y[0]);
-            } else {
-                crate::shape::for_each_strided(&oshape, &sb, 0, o.len(), |oi, si| o[oi] = y[si]);
-            }
+            crate::shape::broadcast_copy(&oshape, &sb, k.input::<T>(0), k.output::<T>(0));
         });
         Ok(())
     });

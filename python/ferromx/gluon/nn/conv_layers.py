@@ -543,123 +543,165 @@ class _Pooling(HybridBlock):
         )
 
 
-def _pool_args(cls_name, ndim, pool_size, layout):
-    _check_layout(cls_name, layout, ndim)
-    return _tuple(pool_size, ndim, "pool_size")
+def _layer_name(block):
+    """The name of the layer class of this module that ``block`` is (or derives from)."""
+    return next(c.__name__ for c in type(block).__mro__ if c.__module__ == __name__)
 
 
-class MaxPool1D(_Pooling):
+class _WindowPooling(_Pooling):
+    """Max or average pooling with a window over ``_NDIM`` axes (``_POOL_TYPE``); the
+    subclasses only fix MXNet's signature and defaults."""
+
+    _NDIM = 0
+    _POOL_TYPE = ""
+
+    def __init__(
+        self, pool_size, strides, padding, ceil_mode, layout, count_include_pad=None, **kwargs
+    ):
+        n = self._NDIM
+        _check_layout(_layer_name(self), layout, n)
+        pool_size = _tuple(pool_size, n, "pool_size")
+        super().__init__(pool_size, strides, padding, ceil_mode, False, self._POOL_TYPE, layout,
+                         count_include_pad, **kwargs)  # fmt: skip
+
+
+class _GlobalPooling(_Pooling):
+    """Max or average over all ``_NDIM`` spatial axes (``_POOL_TYPE``)."""
+
+    _NDIM = 0
+    _POOL_TYPE = ""
+
+    def __init__(self, layout, **kwargs):
+        n = self._NDIM
+        _check_layout(_layer_name(self), layout, n)
+        super().__init__((1,) * n, None, 0, True, True, self._POOL_TYPE, layout, **kwargs)
+
+
+class MaxPool1D(_WindowPooling):
     """Max pooling over ``(batch, channels, width)`` (``'NCW'`` or ``'NWC'``).
 
     ``strides`` defaults to ``pool_size``; ``ceil_mode`` rounds the output size up
     (MXNet's ``pooling_convention='full'``).
     """
 
+    _NDIM, _POOL_TYPE = 1, "max"
+
     def __init__(self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False,
                  **kwargs):  # fmt: skip
-        pool_size = _pool_args("MaxPool1D", 1, pool_size, layout)
-        super().__init__(pool_size, strides, padding, ceil_mode, False, "max", layout, **kwargs)
+        super().__init__(pool_size, strides, padding, ceil_mode, layout, **kwargs)
 
 
-class MaxPool2D(_Pooling):
+class MaxPool2D(_WindowPooling):
     """Max pooling over ``(batch, channels, height, width)`` (``'NCHW'`` or ``'NHWC'``).
 
     ``out = floor((size + 2*padding - pool_size)/strides) + 1`` per axis (``ceil`` with
     ``ceil_mode``); ``strides`` defaults to ``pool_size``.
     """
 
+    _NDIM, _POOL_TYPE = 2, "max"
+
     def __init__(self, pool_size=(2, 2), strides=None, padding=0, layout="NCHW",
                  ceil_mode=False, **kwargs):  # fmt: skip
-        pool_size = _pool_args("MaxPool2D", 2, pool_size, layout)
-        super().__init__(pool_size, strides, padding, ceil_mode, False, "max", layout, **kwargs)
+        super().__init__(pool_size, strides, padding, ceil_mode, layout, **kwargs)
 
 
-class MaxPool3D(_Pooling):
+class MaxPool3D(_WindowPooling):
     """Max pooling over 5-D input (``'NCDHW'`` or ``'NDHWC'``); see :class:`MaxPool2D`."""
+
+    _NDIM, _POOL_TYPE = 3, "max"
 
     def __init__(self, pool_size=(2, 2, 2), strides=None, padding=0, ceil_mode=False,
                  layout="NCDHW", **kwargs):  # fmt: skip
-        pool_size = _pool_args("MaxPool3D", 3, pool_size, layout)
-        super().__init__(pool_size, strides, padding, ceil_mode, False, "max", layout, **kwargs)
+        super().__init__(pool_size, strides, padding, ceil_mode, layout, **kwargs)
 
 
-class AvgPool1D(_Pooling):
+class AvgPool1D(_WindowPooling):
     """Average pooling over 3-D input; ``count_include_pad`` counts padded zeros in the
     average (MXNet's default)."""
 
+    _NDIM, _POOL_TYPE = 1, "avg"
+
     def __init__(self, pool_size=2, strides=None, padding=0, layout="NCW", ceil_mode=False,
                  count_include_pad=True, **kwargs):  # fmt: skip
-        pool_size = _pool_args("AvgPool1D", 1, pool_size, layout)
-        super().__init__(pool_size, strides, padding, ceil_mode, False, "avg", layout,
-                         count_include_pad, **kwargs)  # fmt: skip
+        super().__init__(pool_size, strides, padding, ceil_mode, layout, count_include_pad,
+                         **kwargs)  # fmt: skip
 
 
-class AvgPool2D(_Pooling):
+class AvgPool2D(_WindowPooling):
     """Average pooling over 4-D input (``'NCHW'`` or ``'NHWC'``); ``count_include_pad``
     counts padded zeros in the average (MXNet's default)."""
 
+    _NDIM, _POOL_TYPE = 2, "avg"
+
     def __init__(self, pool_size=(2, 2), strides=None, padding=0, ceil_mode=False,
                  layout="NCHW", count_include_pad=True, **kwargs):  # fmt: skip
-        pool_size = _pool_args("AvgPool2D", 2, pool_size, layout)
-        super().__init__(pool_size, strides, padding, ceil_mode, False, "avg", layout,
-                         count_include_pad, **kwargs)  # fmt: skip
+        super().__init__(pool_size, strides, padding, ceil_mode, layout, count_include_pad,
+                         **kwargs)  # fmt: skip
 
 
-class AvgPool3D(_Pooling):
+class AvgPool3D(_WindowPooling):
     """Average pooling over 5-D input (``'NCDHW'`` or ``'NDHWC'``)."""
+
+    _NDIM, _POOL_TYPE = 3, "avg"
 
     def __init__(self, pool_size=(2, 2, 2), strides=None, padding=0, ceil_mode=False,
                  layout="NCDHW", count_include_pad=True, **kwargs):  # fmt: skip
-        pool_size = _pool_args("AvgPool3D", 3, pool_size, layout)
-        super().__init__(pool_size, strides, padding, ceil_mode, False, "avg", layout,
-                         count_include_pad, **kwargs)  # fmt: skip
+        super().__init__(pool_size, strides, padding, ceil_mode, layout, count_include_pad,
+                         **kwargs)  # fmt: skip
 
 
-def _global(cls_name, ndim, pool_type, layout):
-    _check_layout(cls_name, layout, ndim)
-    return ((1,) * ndim, None, 0, True, True, pool_type, layout)
-
-
-class GlobalMaxPool1D(_Pooling):
+class GlobalMaxPool1D(_GlobalPooling):
     """Max over the whole width: ``(N, C, W) -> (N, C, 1)``."""
 
+    _NDIM, _POOL_TYPE = 1, "max"
+
     def __init__(self, layout="NCW", **kwargs):
-        super().__init__(*_global("GlobalMaxPool1D", 1, "max", layout), **kwargs)
+        super().__init__(layout, **kwargs)
 
 
-class GlobalMaxPool2D(_Pooling):
+class GlobalMaxPool2D(_GlobalPooling):
     """Max over height and width: ``(N, C, H, W) -> (N, C, 1, 1)``."""
 
+    _NDIM, _POOL_TYPE = 2, "max"
+
     def __init__(self, layout="NCHW", **kwargs):
-        super().__init__(*_global("GlobalMaxPool2D", 2, "max", layout), **kwargs)
+        super().__init__(layout, **kwargs)
 
 
-class GlobalMaxPool3D(_Pooling):
+class GlobalMaxPool3D(_GlobalPooling):
     """Max over depth, height and width: ``(N, C, D, H, W) -> (N, C, 1, 1, 1)``."""
 
+    _NDIM, _POOL_TYPE = 3, "max"
+
     def __init__(self, layout="NCDHW", **kwargs):
-        super().__init__(*_global("GlobalMaxPool3D", 3, "max", layout), **kwargs)
+        super().__init__(layout, **kwargs)
 
 
-class GlobalAvgPool1D(_Pooling):
+class GlobalAvgPool1D(_GlobalPooling):
     """Mean over the whole width: ``(N, C, W) -> (N, C, 1)``."""
 
+    _NDIM, _POOL_TYPE = 1, "avg"
+
     def __init__(self, layout="NCW", **kwargs):
-        super().__init__(*_global("GlobalAvgPool1D", 1, "avg", layout), **kwargs)
+        super().__init__(layout, **kwargs)
 
 
-class GlobalAvgPool2D(_Pooling):
+class GlobalAvgPool2D(_GlobalPooling):
     """Mean over height and width: ``(N, C, H, W) -> (N, C, 1, 1)``."""
 
+    _NDIM, _POOL_TYPE = 2, "avg"
+
     def __init__(self, layout="NCHW", **kwargs):
-        super().__init__(*_global("GlobalAvgPool2D", 2, "avg", layout), **kwargs)
+        super().__init__(layout, **kwargs)
 
 
-class GlobalAvgPool3D(_Pooling):
+class GlobalAvgPool3D(_GlobalPooling):
     """Mean over depth, height and width: ``(N, C, D, H, W) -> (N, C, 1, 1, 1)``."""
 
+    _NDIM, _POOL_TYPE = 3, "avg"
+
     def __init__(self, layout="NCDHW", **kwargs):
-        super().__init__(*_global("GlobalAvgPool3D", 3, "avg", layout), **kwargs)
+        super().__init__(layout, **kwargs)
 
 
 class ReflectionPad2D(HybridBlock):

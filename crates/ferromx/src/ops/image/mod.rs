@@ -15,8 +15,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{
-    one, param, push_call, Attrs, Example, Grad, GradArgs, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef,
-    ParamKind as K,
+    one, param, push_call, Attrs, Example, ForwardFn, Grad, GradArgs, Invocation, KernelFn, KernelSlot, Meta, OpCall,
+    OpDef, ParamDef, ParamKind as K,
 };
 use crate::shape::Shape;
 
@@ -366,6 +366,27 @@ const ENHANCE: &[ParamDef] =
     &[param("min_factor", K::Float, None, "Minimum factor."), param("max_factor", K::Float, None, "Maximum factor.")];
 const IMG: Example = Example { shapes: &[&[3, 4, 3]], attrs: "", range: (0.0, 1.0) };
 
+/// A random image operator: one `data` input, output of the same shape, no gradient.
+const fn random_def(
+    name: &'static str,
+    params: &'static [ParamDef],
+    doc: &'static str,
+    forward: ForwardFn,
+    kernel: KernelFn,
+) -> OpDef {
+    OpDef {
+        name,
+        inputs: &["data"],
+        params,
+        doc,
+        infer: Some(same_meta),
+        forward,
+        grad: RANDOM,
+        cpu: KernelSlot::Call(kernel),
+        ..OpDef::BASE
+    }
+}
+
 /// The image operators.
 pub static DEFS: &[OpDef] = &[
     OpDef {
@@ -475,97 +496,67 @@ pub static DEFS: &[OpDef] = &[
         cpu: KernelSlot::Call(cpu::lighting_kernel),
         ..OpDef::BASE
     },
-    OpDef {
-        name: "_image_random_brightness",
-        inputs: &["data"],
-        params: ENHANCE,
-        doc: "Multiplies an image (H, W, C) by a factor drawn uniformly from [min_factor, max_factor].",
-        infer: Some(same_meta),
-        forward: enhance_forward,
-        grad: RANDOM,
-        cpu: KernelSlot::Call(cpu::enhance_kernel),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "_image_random_contrast",
-        inputs: &["data"],
-        params: ENHANCE,
-        doc: "Blends an image (H, W, C) with its mean grey level by a factor drawn from [min_factor, max_factor].",
-        infer: Some(same_meta),
-        forward: enhance_forward,
-        grad: RANDOM,
-        cpu: KernelSlot::Call(cpu::enhance_kernel),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "_image_random_saturation",
-        inputs: &["data"],
-        params: ENHANCE,
-        doc: "Blends an image (H, W, C) with its grey version by a factor drawn from [min_factor, max_factor].",
-        infer: Some(same_meta),
-        forward: enhance_forward,
-        grad: RANDOM,
-        cpu: KernelSlot::Call(cpu::enhance_kernel),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "_image_random_hue",
-        inputs: &["data"],
-        params: ENHANCE,
-        doc: "Rotates the hue of an RGB image (H, W, 3) by a fraction of a turn drawn from [min_factor, max_factor].",
-        infer: Some(same_meta),
-        forward: enhance_forward,
-        grad: RANDOM,
-        cpu: KernelSlot::Call(cpu::enhance_kernel),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "_image_random_color_jitter",
-        inputs: &["data"],
-        params: &[
+    random_def(
+        "_image_random_brightness",
+        ENHANCE,
+        "Multiplies an image (H, W, C) by a factor drawn uniformly from [min_factor, max_factor].",
+        enhance_forward,
+        cpu::enhance_kernel,
+    ),
+    random_def(
+        "_image_random_contrast",
+        ENHANCE,
+        "Blends an image (H, W, C) with its mean grey level by a factor drawn from [min_factor, max_factor].",
+        enhance_forward,
+        cpu::enhance_kernel,
+    ),
+    random_def(
+        "_image_random_saturation",
+        ENHANCE,
+        "Blends an image (H, W, C) with its grey version by a factor drawn from [min_factor, max_factor].",
+        enhance_forward,
+        cpu::enhance_kernel,
+    ),
+    random_def(
+        "_image_random_hue",
+        ENHANCE,
+        "Rotates the hue of an RGB image (H, W, 3) by a fraction of a turn drawn from [min_factor, max_factor].",
+        enhance_forward,
+        cpu::enhance_kernel,
+    ),
+    random_def(
+        "_image_random_color_jitter",
+        &[
             param("brightness", K::Float, None, "How much to jitter brightness."),
             param("contrast", K::Float, None, "How much to jitter contrast."),
             param("saturation", K::Float, None, "How much to jitter saturation."),
             param("hue", K::Float, None, "How much to jitter hue."),
         ],
-        doc: "Applies brightness, contrast, saturation and hue jitter to an image (H, W, C) in a random order.",
-        infer: Some(same_meta),
-        forward: jitter_forward,
-        grad: RANDOM,
-        cpu: KernelSlot::Call(cpu::jitter_kernel),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "_image_random_lighting",
-        inputs: &["data"],
-        params: &[param("alpha_std", K::Float, Some("0.05"), "Standard deviation of the lighting alphas.")],
-        doc: "Adds AlexNet-style PCA lighting noise with alphas drawn from N(0, alpha_std) to an RGB image.",
-        infer: Some(same_meta),
-        forward: lighting_forward,
-        grad: RANDOM,
-        cpu: KernelSlot::Call(cpu::random_lighting_kernel),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "_image_random_flip_left_right",
-        inputs: &["data"],
-        doc: "Mirrors an image (H, W, C) along the width with probability 1/2.",
-        infer: Some(same_meta),
-        forward: random_flip_forward,
-        grad: RANDOM,
-        cpu: KernelSlot::Call(cpu::random_flip_kernel),
-        ..OpDef::BASE
-    },
-    OpDef {
-        name: "_image_random_flip_top_bottom",
-        inputs: &["data"],
-        doc: "Mirrors an image (H, W, C) along the height with probability 1/2.",
-        infer: Some(same_meta),
-        forward: random_flip_forward,
-        grad: RANDOM,
-        cpu: KernelSlot::Call(cpu::random_flip_kernel),
-        ..OpDef::BASE
-    },
+        "Applies brightness, contrast, saturation and hue jitter to an image (H, W, C) in a random order.",
+        jitter_forward,
+        cpu::jitter_kernel,
+    ),
+    random_def(
+        "_image_random_lighting",
+        &[param("alpha_std", K::Float, Some("0.05"), "Standard deviation of the lighting alphas.")],
+        "Adds AlexNet-style PCA lighting noise with alphas drawn from N(0, alpha_std) to an RGB image.",
+        lighting_forward,
+        cpu::random_lighting_kernel,
+    ),
+    random_def(
+        "_image_random_flip_left_right",
+        &[],
+        "Mirrors an image (H, W, C) along the width with probability 1/2.",
+        random_flip_forward,
+        cpu::random_flip_kernel,
+    ),
+    random_def(
+        "_image_random_flip_top_bottom",
+        &[],
+        "Mirrors an image (H, W, C) along the height with probability 1/2.",
+        random_flip_forward,
+        cpu::random_flip_kernel,
+    ),
     OpDef {
         name: "_cvimresize",
         inputs: &["src"],

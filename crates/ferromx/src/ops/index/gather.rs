@@ -77,21 +77,26 @@ pub fn tile(x: &NDArray, reps: &[i64]) -> Result<NDArray> {
     let (od, iter, strides) = tile_plan(x.dims(), reps)?;
     let nd = od.len();
     let out = gather_affine(&DEFS[4], x, Shape::new(&od), iter.clone(), 0, strides)?;
+    record_sum_back(name, x, &out, iter, (0..nd as i64).map(|d| 2 * d).collect());
+    Ok(out)
+}
+
+/// Records the gradient of a gather that read each element of `x` several
+/// times: the output gradient seen with dims `iter`, summed over `axes`.
+fn record_sum_back(name: &'static str, x: &NDArray, out: &NDArray, iter: Vec<usize>, axes: Vec<i64>) {
     if needs_record(&[x]) {
         let xs = x.shape().clone();
         record(
             name,
             &[x],
-            &[&out],
+            &[out],
             Box::new(move |g| {
                 let g = ops::reshape_to(&g[0], Shape::new(&iter))?;
-                let axes: Vec<i64> = (0..nd as i64).map(|d| 2 * d).collect();
                 let s = ops::reduce(ReduceOp::Sum, &g, Some(&axes), false, false)?;
                 Ok(vec![Some(ops::reshape_to(&s, xs.clone())?)])
             }),
         );
     }
-    Ok(out)
 }
 
 /// An affine walk: output dims, iteration dims, strides.
@@ -124,19 +129,7 @@ pub fn repeat(x: &NDArray, repeats: i64, axis: Option<i64>) -> Result<NDArray> {
     let name = "repeat";
     let (od, iter, strides) = repeat_plan(x.dims(), repeats, axis)?;
     let out = gather_affine(&DEFS[5], x, Shape::new(&od), iter.clone(), 0, strides)?;
-    if needs_record(&[x]) {
-        let xs = x.shape().clone();
-        record(
-            name,
-            &[x],
-            &[&out],
-            Box::new(move |g| {
-                let g = ops::reshape_to(&g[0], Shape::new(&iter))?;
-                let s = ops::reduce(ReduceOp::Sum, &g, Some(&[2]), false, false)?;
-                Ok(vec![Some(ops::reshape_to(&s, xs.clone())?)])
-            }),
-        );
-    }
+    record_sum_back(name, x, &out, iter, vec![2]);
     Ok(out)
 }
 

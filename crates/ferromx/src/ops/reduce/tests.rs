@@ -1,12 +1,8 @@
 //! Unit tests of the reduction family.
 
 use super::{argmax, norm, reduce, ReduceOp, DEFS};
-use crate::opdef::KernelSlot;
+use crate::ops::test_support::{all_call_kernels_with_inference, arr};
 use crate::{Context, DType, NDArray};
-
-fn arr(v: Vec<f32>, s: &[usize]) -> NDArray {
-    NDArray::from_vec(v, s, Context::default()).unwrap()
-}
 
 #[test]
 fn defs_are_in_reduce_op_order_and_run_calls() {
@@ -15,7 +11,7 @@ fn defs_are_in_reduce_op_order_and_run_calls() {
         assert_eq!(op.def().name, op.name());
     }
     assert_eq!([DEFS[7].name, DEFS[8].name, DEFS[9].name], ["norm", "argmax", "argmin"]);
-    assert!(DEFS.iter().all(|d| matches!(d.cpu, KernelSlot::Call(_)) && d.infer.is_some()));
+    assert!(all_call_kernels_with_inference(DEFS));
 }
 
 #[test]

@@ -18,7 +18,7 @@ use crate::engine::OpFailure;
 use crate::opdef::OpCall;
 use crate::ops::binary::arith::Arith;
 use crate::ops::par::map1;
-use crate::shape::{for_each_strided, Shape};
+use crate::shape::{broadcast_copy, for_each_strided, Shape};
 use crate::storage::Kernel;
 use crate::with_dtype;
 
@@ -29,14 +29,7 @@ pub(super) fn broadcast_kernel(_c: &OpCall, k: &Kernel) -> KResult {
     let (ishape, oshape) = (k.in_shape(0).clone(), k.out_shape(0).clone());
     let sb = ishape.broadcast_strides(&oshape);
     with_dtype!(k.in_dtype(0), T, {
-        let (y, o) = (k.input::<T>(0), k.output::<T>(0));
-        if y.len() == o.len() {
-            o.copy_from_slice(y);
-        } else if y.len() == 1 {
-            o.fill(y[0]);
-        } else {
-            for_each_strided(&oshape, &sb, 0, o.len(), |oi, si| o[oi] = y[si]);
-        }
+        broadcast_copy(&oshape, &sb, k.input::<T>(0), k.output::<T>(0));
     });
     Ok(())
 }

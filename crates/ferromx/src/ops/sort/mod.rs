@@ -313,7 +313,7 @@ pub fn topk(
     })
 }
 
-use crate::opdef::{param, Aliases, Grad, Invocation, OpDef, ParamKind as K};
+use crate::opdef::{param, Aliases, Grad, Invocation, OpDef, ParamDef, ParamKind as K};
 
 /// The input's shape along the sorted axis, flattened when `axis` is None; and that axis.
 fn sorted_shape(name: &str, x: &Shape, axis: Option<i64>) -> Result<(Shape, usize)> {
@@ -355,6 +355,9 @@ fn infer_topk(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>>
     })
 }
 
+const SORT_AXIS: ParamDef = param("axis", K::Int, Some("-1"), "Axis to sort along; None: the flattened array.");
+const IS_ASCEND: ParamDef = param("is_ascend", K::Bool, Some("True"), "Ascending (True) or descending order.");
+
 /// The sorting operators.
 pub static DEFS: &[OpDef] = &[
     OpDef {
@@ -363,10 +366,7 @@ pub static DEFS: &[OpDef] = &[
         infer: Some(infer_sort),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
-        params: &[
-            param("axis", K::Int, Some("-1"), "Axis to sort along; None: the flattened array."),
-            param("is_ascend", K::Bool, Some("True"), "Ascending (True) or descending order."),
-        ],
+        params: &[SORT_AXIS, IS_ASCEND],
         doc: "Sorted copy along `axis`.",
         forward: |i| crate::opdef::one(sort(i.x(0)?, i.i64_or_none("axis")?, i.bool("is_ascend")?)),
         ..OpDef::BASE
@@ -377,11 +377,7 @@ pub static DEFS: &[OpDef] = &[
         infer: Some(infer_sort),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
-        params: &[
-            param("axis", K::Int, Some("-1"), "Axis to sort along; None: the flattened array."),
-            param("is_ascend", K::Bool, Some("True"), "Ascending (True) or descending order."),
-            param("dtype", K::DType, Some("'float32'"), "Element type of the indices."),
-        ],
+        params: &[SORT_AXIS, IS_ASCEND, param("dtype", K::DType, Some("'float32'"), "Element type of the indices.")],
         doc: "Indices that sort `data` along `axis`.",
         forward: |i| {
             let dt = i.dtype("dtype", DType::F32)?;

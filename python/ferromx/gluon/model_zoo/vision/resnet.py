@@ -89,8 +89,28 @@ class BottleneckV1(_ResidualV1):
         self.downsample = _projection(channels, stride, in_channels, True) if downsample else None
 
 
-class BasicBlockV2(HybridBlock):
+class _ResidualV2(HybridBlock):
+    """``convN(relu(bnN(... conv1(relu(bn1(x)))))) + shortcut``, the shortcut taken after
+    the first pre-activation; ``_DEPTH`` (bn, conv) pairs named ``bn1``/``conv1`` ..."""
+
+    _DEPTH = 0
+
+    def hybrid_forward(self, F, x):
+        shortcut = x
+        x = F.Activation(self.bn1(x), act_type="relu")
+        if self.downsample:
+            shortcut = self.downsample(x)
+        x = self.conv1(x)
+        for i in range(2, self._DEPTH + 1):
+            x = F.Activation(getattr(self, f"bn{i}")(x), act_type="relu")
+            x = getattr(self, f"conv{i}")(x)
+        return x + shortcut
+
+
+class BasicBlockV2(_ResidualV2):
     """Pre-activation basic block (ResNet-18/34, V2)."""
+
+    _DEPTH = 2
 
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(**kwargs)
@@ -100,18 +120,11 @@ class BasicBlockV2(HybridBlock):
         self.conv2 = _conv3x3(channels, 1, channels)
         self.downsample = _projection(channels, stride, in_channels, False) if downsample else None
 
-    def hybrid_forward(self, F, x):
-        shortcut = x
-        x = F.Activation(self.bn1(x), act_type="relu")
-        if self.downsample:
-            shortcut = self.downsample(x)
-        x = self.conv1(x)
-        x = F.Activation(self.bn2(x), act_type="relu")
-        return self.conv2(x) + shortcut
 
-
-class BottleneckV2(HybridBlock):
+class BottleneckV2(_ResidualV2):
     """Pre-activation bottleneck block (ResNet-50/101/152, V2)."""
+
+    _DEPTH = 3
 
     def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
         super().__init__(**kwargs)
@@ -123,17 +136,6 @@ class BottleneckV2(HybridBlock):
         self.bn3 = nn.BatchNorm()
         self.conv3 = nn.Conv2D(channels, kernel_size=1, strides=1, use_bias=False)
         self.downsample = _projection(channels, stride, in_channels, False) if downsample else None
-
-    def hybrid_forward(self, F, x):
-        shortcut = x
-        x = F.Activation(self.bn1(x), act_type="relu")
-        if self.downsample:
-            shortcut = self.downsample(x)
-        x = self.conv1(x)
-        x = F.Activation(self.bn2(x), act_type="relu")
-        x = self.conv2(x)
-        x = F.Activation(self.bn3(x), act_type="relu")
-        return self.conv3(x) + shortcut
 
 
 def _stem(features, channels, thumbnail):
@@ -159,7 +161,24 @@ def _make_stage(block, num_blocks, channels, stride, stage_index, in_channels):
     return stage
 
 
+def _check_spec(name, layers, channels):
+    if len(layers) != len(channels) - 1:
+        raise ValueError(f"{name}: len(layers) must be len(channels) - 1")
+
+
 class _ResNet(HybridBlock):
+    """``output(features(x))``; ``_build`` makes ``features``: an optional input
+    BatchNorm (V2), the stem and the stages."""
+
+    def _build(self, block, layers, channels, thumbnail, input_bn):
+        self.features = nn.HybridSequential(prefix="")
+        if input_bn:
+            self.features.add(nn.BatchNorm(scale=False, center=False))
+        _stem(self.features, channels[0], thumbnail)
+        for i, num_blocks in enumerate(layers):
+            self.features.add(_make_stage(block, num_blocks, channels[i + 1],
+                                          1 if i == 0 else 2, i + 1, channels[i]))  # fmt: skip
+
     def hybrid_forward(self, F, x):
         return self.output(self.features(x))
 
@@ -171,14 +190,9 @@ class ResNetV1(_ResNet):
 
     def __init__(self, block, layers, channels, classes=1000, thumbnail=False, **kwargs):
         super().__init__(**kwargs)
-        if len(layers) != len(channels) - 1:
-            raise ValueError("ResNetV1: len(layers) must be len(channels) - 1")
+        _check_spec("ResNetV1", layers, channels)
         with self.name_scope():
-            self.features = nn.HybridSequential(prefix="")
-            _stem(self.features, channels[0], thumbnail)
-            for i, num_blocks in enumerate(layers):
-                self.features.add(_make_stage(block, num_blocks, channels[i + 1],
-                                              1 if i == 0 else 2, i + 1, channels[i]))  # fmt: skip
+            self._build(block, layers, channels, thumbnail, input_bn=False)
             self.features.add(nn.GlobalAvgPool2D())
             self.output = nn.Dense(classes, in_units=channels[-1])
 
@@ -188,21 +202,13 @@ class ResNetV2(_ResNet):
 
     def __init__(self, block, layers, channels, classes=1000, thumbnail=False, **kwargs):
         super().__init__(**kwargs)
-        if len(layers) != len(channels) - 1:
-            raise ValueError("ResNetV2: len(layers) must be len(channels) - 1")
+        _check_spec("ResNetV2", layers, channels)
         with self.name_scope():
-            self.features = nn.HybridSequential(prefix="")
-            self.features.add(nn.BatchNorm(scale=False, center=False))
-            _stem(self.features, channels[0], thumbnail)
-            in_channels = channels[0]
-            for i, num_blocks in enumerate(layers):
-                self.features.add(_make_stage(block, num_blocks, channels[i + 1],
-                                              1 if i == 0 else 2, i + 1, in_channels))  # fmt: skip
-                in_channels = channels[i + 1]
+            self._build(block, layers, channels, thumbnail, input_bn=True)
             self.features.add(
                 nn.BatchNorm(), nn.Activation("relu"), nn.GlobalAvgPool2D(), nn.Flatten()
             )
-            self.output = nn.Dense(classes, in_units=in_channels)
+            self.output = nn.Dense(classes, in_units=channels[-1])
 
 
 resnet_spec = {
@@ -236,51 +242,24 @@ def get_resnet(version, num_layers, pretrained=False, ctx=None, root=None, **kwa
     return net
 
 
-def resnet18_v1(**kwargs):
-    """ResNet-18 V1."""
-    return get_resnet(1, 18, **kwargs)
+def _builder(version, num_layers):
+    """``resnet<num_layers>_v<version>(**kwargs)``: :func:`get_resnet` with those two fixed."""
+
+    def build(**kwargs):
+        return get_resnet(version, num_layers, **kwargs)
+
+    build.__name__ = build.__qualname__ = f"resnet{num_layers}_v{version}"
+    build.__doc__ = f"ResNet-{num_layers} V{version}."
+    return build
 
 
-def resnet34_v1(**kwargs):
-    """ResNet-34 V1."""
-    return get_resnet(1, 34, **kwargs)
-
-
-def resnet50_v1(**kwargs):
-    """ResNet-50 V1."""
-    return get_resnet(1, 50, **kwargs)
-
-
-def resnet101_v1(**kwargs):
-    """ResNet-101 V1."""
-    return get_resnet(1, 101, **kwargs)
-
-
-def resnet152_v1(**kwargs):
-    """ResNet-152 V1."""
-    return get_resnet(1, 152, **kwargs)
-
-
-def resnet18_v2(**kwargs):
-    """ResNet-18 V2."""
-    return get_resnet(2, 18, **kwargs)
-
-
-def resnet34_v2(**kwargs):
-    """ResNet-34 V2."""
-    return get_resnet(2, 34, **kwargs)
-
-
-def resnet50_v2(**kwargs):
-    """ResNet-50 V2."""
-    return get_resnet(2, 50, **kwargs)
-
-
-def resnet101_v2(**kwargs):
-    """ResNet-101 V2."""
-    return get_resnet(2, 101, **kwargs)
-
-
-def resnet152_v2(**kwargs):
-    """ResNet-152 V2."""
-    return get_resnet(2, 152, **kwargs)
+resnet18_v1 = _builder(1, 18)
+resnet34_v1 = _builder(1, 34)
+resnet50_v1 = _builder(1, 50)
+resnet101_v1 = _builder(1, 101)
+resnet152_v1 = _builder(1, 152)
+resnet18_v2 = _builder(2, 18)
+resnet34_v2 = _builder(2, 34)
+resnet50_v2 = _builder(2, 50)
+resnet101_v2 = _builder(2, 101)
+resnet152_v2 = _builder(2, 152)

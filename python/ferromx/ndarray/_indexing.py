@@ -1,0 +1,356 @@
+"""Indexing ``NDArray``: ``__getitem__`` and ``__setitem__``.
+
+Basic indices (integers, slices, None, Ellipsis) become native slices and reshapes;
+advanced ones (index arrays, masks) run on the engine through the native indexer,
+falling back to NumPy's semantics on a host copy only for keys it does not take.
+"""
+
+import numbers
+
+import numpy as np
+
+from ..base import MXNetError
+from .ndarray import NDArray, array, invoke
+
+
+def _norm_index(self, key):
+    """Turns a basic index into (spec, final_shape) or None for advanced indexing."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if not self.shape and key == (slice(None),):
+        key = ()  # MXNet accepts `x[:]` on a 0-d array as the whole array, like `x[()]`
+    # a 0-d integer NumPy array indexes like an int (as in NumPy)
+    key = tuple(
+        int(k) if isinstance(k, np.ndarray) and k.ndim == 0 and k.dtype.kind in "iu" else k
+        for k in key
+    )
+    if any(isinstance(k, (NDArray, np.ndarray, list, tuple)) for k in key):
+        return None  # a nested tuple is a sequence index, as in NumPy: x[((0, 1),)] == x[[0, 1]]
+    shape = self.shape
+    # expand Ellipsis
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_real > len(shape):
+        raise IndexError(f"too many indices for array of dimension {len(shape)}")
+    out = []
+    for k in key:
+        if k is Ellipsis:
+            out.extend([slice(None)] * (len(shape) - n_real))
+        else:
+            out.append(k)
+    if Ellipsis not in key:
+        out.extend([slice(None)] * (len(shape) - n_real))
+    spec, final, axis = [], [], 0
+    for k in out:
+        if k is None:
+            final.append(1)
+            continue
+        d = shape[axis]
+        if isinstance(k, (bool, np.bool_)):
+            return None
+        if isinstance(k, (numbers.Integral, np.integer)):
+            i = int(k)
+            if i < -d or i >= d:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {d}")
+            i = i + d if i < 0 else i
+            spec.append((axis, i, i + 1, 1))
+        elif isinstance(k, slice):
+            start, stop, step = k.indices(d)
+            if (start, stop, step) != (0, d, 1):
+                spec.append((axis, start, stop, step))
+            final.append(len(range(start, stop, step)))
+        else:
+            raise TypeError(
+                f"NDArray indices must be integers, slices, None, Ellipsis or arrays, not {type(k).__name__}"
+            )
+        axis += 1
+    return spec, tuple(final)
+
+
+def _legacy_scalar(self, res):
+    """MXNet's legacy ``NDArray`` has no 0-d arrays unless NumPy shape semantics are on:
+    ``x[1, 2]`` (and ``x[1]`` of a vector) gives shape ``(1,)``."""
+    if res.ndim == 0 and self.ndim > 0 and not self._is_np and not _np_shape():
+        return res._reshape([1])
+    return res
+
+
+def _np_shape():
+    from ..util import is_np_shape
+
+    return is_np_shape()
+
+
+def _getitem(self, key):
+    return _legacy_scalar(self, _getitem_impl(self, key))
+
+
+def _getitem_impl(self, key):
+    if (
+        isinstance(key, (numbers.Integral, np.integer))
+        and not isinstance(key, bool)
+        and self.ndim > 0
+    ):
+        i, d = int(key), self.shape[0]
+        if not -d <= i < d:  # checked here: a huge int would overflow the native index
+            raise IndexError(f"index {i} is out of bounds for axis 0 with size {d}")
+        return self._at(i)
+    if isinstance(key, tuple):
+        key = tuple(list(k) if isinstance(k, tuple) else k for k in key)
+    basic = _norm_index(self, key)
+    if basic is None:
+        return _advanced_getitem(self, key)
+    spec, final = basic
+    neg = [t for t in spec if t[3] < 0]
+    if neg:
+        res = self
+        pos = [t for t in spec if t[3] > 0]
+        if pos:
+            res = res._slice(pos)
+        for ax, b, e, s in neg:
+            res = _neg_slice(res, ax, b, e, s)
+        return res._reshape(list(final)) if res.shape != final else res
+    if not spec:
+        res = self._reshape(list(self.shape))
+    else:
+        res = self._slice(spec)
+    return res._reshape(list(final)) if res.shape != final else res
+
+
+def _neg_slice(arr, ax, b, e, s):
+    idx = list(range(b, e, s))
+    return invoke("take", [arr, array(idx, dtype="int64", ctx=arr.context)], axis=ax)
+
+
+def _np_index(k):
+    """An index component for NumPy: NDArrays become integer (or bool mask) NumPy arrays;
+    float index arrays, MXNet's default dtype, are cast to int64."""
+    if not isinstance(k, NDArray):
+        return k
+    a = k.asnumpy()
+    return a if a.dtype == np.bool_ or a.dtype.kind in "iu" else a.astype(np.int64)
+
+
+def _check_object_index(k, n):
+    """An index list NumPy could not make integer (e.g. holding ints beyond int64): an
+    IndexError for an out-of-range integer, as NumPy raises, else a TypeError."""
+    for v in k.reshape(-1):
+        if not isinstance(v, (numbers.Integral, np.integer)) or isinstance(v, bool):
+            raise TypeError(f"NDArray index arrays must hold integers, got {type(v).__name__}")
+        if not -n <= int(v) < n:
+            raise IndexError(f"index {int(v)} is out of bounds for axis 0 with size {n}")
+
+
+def _engine_key(self, key):
+    """``key`` for the native indexer (``_index``/``_index_assign``, which run on the
+    engine): host lists and NumPy arrays become int64 or bool NDArrays, with host
+    integer indices bounds-checked here (an IndexError at the call, as in NumPy).
+    ``None`` when the key needs the NumPy fallback (several array entries, bools)."""
+    items = key if isinstance(key, tuple) else (key,)
+    out, n_adv, axis = [], 0, 0
+    n_ell = sum(1 for k in items if k is Ellipsis)
+    consumed = sum(
+        (k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1)
+        for k in items
+        if k is not None and k is not Ellipsis
+    )
+    for k in items:
+        if isinstance(k, (bool, np.bool_)):
+            return None
+        if isinstance(k, (list, tuple, np.ndarray)):
+            a = np.asarray(k)
+            if a.dtype == np.bool_:
+                k = array(a, ctx=self.context, dtype="bool")
+            elif a.dtype.kind in "iu" or a.size == 0:
+                a = a.astype(np.int64)
+                if axis < self.ndim and a.size:
+                    d = self.shape[axis]
+                    if a.min() < -d or a.max() >= d:
+                        bad = a[(a < -d) | (a >= d)][0]
+                        raise IndexError(
+                            f"index {bad} is out of bounds for axis {axis} with size {d}"
+                        )
+                k = array(a, ctx=self.context, dtype="int64")
+            else:
+                return None
+        if isinstance(k, NDArray):
+            n_adv += 1
+            axis += max(k.ndim, 1) if k._dtype_name == "bool" else 1
+        elif k is Ellipsis:
+            axis += max(self.ndim - consumed, 0) if n_ell == 1 else 0
+        elif k is not None:
+            axis += 1
+        out.append(k)
+    if n_adv > 1:
+        return None
+    return tuple(out)
+
+
+def _assignable(k):
+    """Whether the native assignment takes engine key ``k``: an array entry combines
+    with full slices (and Ellipsis) only."""
+    if not any(isinstance(e, NDArray) for e in k):
+        return True
+    return all(isinstance(e, NDArray) or e is Ellipsis or e == slice(None) for e in k)
+
+
+def _engine_getitem(self, k, arrays):
+    """``self[key]`` on the engine, from the key converted by ``_engine_key`` (``k``) or,
+    when that is None, the leading index arrays from ``_leading_int_arrays``."""
+    if k is not None:
+        return self._index(k)
+    # x[a0, a1, ..., ak-1, :, ...]: one gather_nd.
+    shape = np.broadcast_shapes(*(a.shape for a in arrays))
+    idx = invoke("stack", [a.broadcast_to(shape) for a in arrays], axis=0)
+    return invoke("gather_nd", [self, idx])
+
+
+def _advanced_getitem(self, key):
+    k = _engine_key(self, key)
+    arrays = _leading_int_arrays(self, key) if k is None else None
+    if k is None and arrays is None:
+        return _numpy_getitem(self, key)
+    return _engine_getitem(self, k, arrays)
+
+
+def _leading_int_arrays(self, key):
+    """The integer index arrays (as int64 NDArrays) of a key made of two or more
+    integer arrays on the leading axes followed only by full slices / Ellipsis;
+    ``None`` for any other key. Host arrays are bounds-checked here."""
+    items = key if isinstance(key, tuple) else (key,)
+    arrays = []
+    for k in items:
+        if isinstance(k, NDArray) and k._dtype_name != "bool":
+            arrays.append(k if k._dtype_name == "int64" else k.astype("int64"))
+        elif isinstance(k, (list, tuple, np.ndarray)) and np.asarray(k).dtype.kind in "iu":
+            a = np.asarray(k).astype(np.int64)
+            ax = len(arrays)
+            d = self.shape[ax] if ax < self.ndim else 0
+            if a.size and (a.min() < -d or a.max() >= d):
+                bad = a[(a < -d) | (a >= d)][0]
+                raise IndexError(f"index {bad} is out of bounds for axis {ax} with size {d}")
+            arrays.append(array(a, ctx=self.context, dtype="int64"))
+        else:
+            break
+    rest = items[len(arrays) :]
+    if len(arrays) < 2 or len(arrays) > self.ndim:
+        return None
+    if any(not (k is Ellipsis or (isinstance(k, slice) and k == slice(None))) for k in rest):
+        return None
+    try:
+        np.broadcast_shapes(*(a.shape for a in arrays))
+    except ValueError as err:
+        raise IndexError(
+            "shape mismatch: indexing arrays could not be broadcast together with shapes "
+            + " ".join(str(a.shape) for a in arrays)
+        ) from err
+    return arrays
+
+
+def _numpy_getitem(self, key):
+    """Several advanced entries at once: NumPy's semantics on a host copy."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    if len(key) == 1 and isinstance(key[0], (list, np.ndarray, NDArray)):
+        k = key[0]
+        if isinstance(k, (list, np.ndarray)):
+            k = np.asarray(k)
+            if k.dtype == object:
+                _check_object_index(k, self.shape[0])
+            if k.dtype == np.bool_:
+                if k.shape != self.shape[: k.ndim]:
+                    raise IndexError(
+                        f"boolean index shape {k.shape} does not match array shape {self.shape}"
+                    )
+                k = np.nonzero(k.reshape(-1) if k.ndim == 1 else k)[0] if k.ndim == 1 else None
+                if k is None:
+                    return _like(self, array(self.asnumpy()[np.asarray(key[0])], ctx=self.context,
+                                             dtype=self._dtype_name))
+            idx = array(k, dtype="int64", ctx=self.context)
+        else:
+            idx = k
+            if idx._dtype_name == "bool":
+                m = idx.asnumpy()
+                return _advanced_getitem(self, (m,))
+        n = self.shape[0]
+        chk = idx.asnumpy() if idx.size else np.zeros(0)
+        if chk.size and (chk.min() < -n or chk.max() >= n):
+            raise IndexError(f"index out of bounds for axis 0 with size {n}")
+        return invoke("take", [self, idx], axis=0, mode="wrap")
+    # general mixed advanced indexing: fall back to NumPy semantics
+    np_key = tuple(_np_index(k) for k in key)
+    return _like(self, array(self.asnumpy()[np_key], ctx=self.context, dtype=self._dtype_name))
+
+
+def _like(self, res):
+    """``res`` as the same kind of array as ``self`` (``np.ndarray`` or legacy ``NDArray``)."""
+    return res._as_np() if self._is_np and not res._is_np else res
+
+
+def _setitem(self, key, value):
+    if isinstance(value, (np.ndarray, list, tuple)):
+        value = array(value, ctx=self.context, dtype=self._dtype_name)
+    if isinstance(key, slice) and key == slice(None) and not isinstance(value, NDArray):
+        self._slice_assign([], value)
+        return
+    basic = _norm_index(self, key)
+    if basic is None or any(t[3] < 0 for t in basic[0]):
+        # Advanced entries or negative steps: the native indexer, on the engine.
+        k = _engine_key(self, key)
+        if k is not None and _assignable(k):
+            self._index_assign(k, value)
+            return
+        arrays = _leading_int_arrays(self, key) if k is None else None
+        if k is not None or arrays is not None:
+            # Other array keys: the flat positions they select (the same indexing of an
+            # `arange`, on the engine), then one assignment through a flat view.
+            from . import arange  # the generated nd functions import this module
+
+            pos = arange(0, self.size, dtype="int64", ctx=self.context).reshape(self.shape)
+            pos = _engine_getitem(pos, k, arrays)
+            if isinstance(value, NDArray) and value.shape != pos.shape:
+                if value.size == pos.size and value.ndim > pos.ndim:
+                    value = value._reshape(list(pos.shape))
+                else:
+                    value = value.broadcast_to(pos.shape)
+            if isinstance(value, NDArray):
+                value = value._reshape([pos.size])
+            self._reshape([self.size])._index_assign((pos._reshape([pos.size]),), value)
+            return
+        # Several masks or mixed masks and arrays: NumPy's semantics on a host copy.
+        if not isinstance(key, tuple):
+            key = (key,)
+        np_key = tuple(_np_index(k) for k in key)
+        cur = self.asnumpy()
+        cur[np_key] = value.asnumpy() if isinstance(value, NDArray) else value
+        self._slice_assign([], array(cur, ctx=self.context, dtype=self._dtype_name))
+        return
+    spec, _final = basic
+    if isinstance(value, NDArray):
+        # The value broadcasts against the indexing result (NumPy's rule); it
+        # then gets size-1 dims where integers removed axes, so it lines up
+        # with the written region.
+        region = list(self.shape)
+        for ax, b, e, s in spec:
+            region[ax] = len(range(b, e, s))
+        final = tuple(_final)
+        if value.shape != tuple(region):
+            if (
+                value.shape != final
+                and value.size == int(np.prod(final))
+                and value.ndim > len(final)
+            ):
+                value = value._reshape(list(final))  # e.g. a 1-element array into one element
+            extra = value.ndim - len(final)
+            if extra > 0 and all(d == 1 for d in value.shape[:extra]):
+                value = value._reshape(list(value.shape[extra:]))  # NumPy drops leading 1s
+            if value.shape != final:
+                try:
+                    value = value.broadcast_to(final)
+                except (MXNetError, ValueError) as err:
+                    raise ValueError(
+                        f"__setitem__: could not broadcast value of shape {value.shape} "
+                        f"into indexing result of shape {final}"
+                    ) from err
+            if final != tuple(region):
+                value = value._reshape(region)
+    self._slice_assign(spec, value)
