@@ -78,16 +78,20 @@ pub fn fully_connected(
             Box::new(move |g| {
                 let g2 = g[0].view_as(Shape::new(&[rows, num_hidden]), 0);
                 let x2 = x.view_as(Shape::new(&[rows, inp]), 0);
+                // Weight and bias gradients are pushed before the data gradient:
+                // a data-parallel trainer can start reducing them while the data
+                // gradient (and the layers below) still run.
+                let dw = if need_dw { Some(ops::dot(&g2, &x2, true, false)?) } else { None };
+                let db = if has_bias && need_db {
+                    Some(ops::reduce(ReduceOp::Sum, &g2, Some(&[0]), false, false)?)
+                } else {
+                    None
+                };
                 let dx =
                     if need_dx { Some(ops::dot(&g2, &w, false, false)?.view_as(x.shape().clone(), 0)) } else { None };
-                let dw = if need_dw { Some(ops::dot(&g2, &x2, true, false)?) } else { None };
                 let mut r = vec![dx, dw];
                 if has_bias {
-                    r.push(if need_db {
-                        Some(ops::reduce(ReduceOp::Sum, &g2, Some(&[0]), false, false)?)
-                    } else {
-                        None
-                    });
+                    r.push(db);
                 }
                 Ok(r)
             }),
