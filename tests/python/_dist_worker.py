@@ -60,6 +60,8 @@ def main():
             np.savez(f"{out}.{sub}.{r}", *run(sub, dist))
     elif mode in ("kill", "stop"):
         fail(mode, dist)
+    elif mode == "watchdog":
+        watchdog(dist)
     else:
         raise SystemExit(f"unknown mode {mode}")
 
@@ -123,6 +125,18 @@ def fail(mode, dist):
     except mx.MXNetError as e:
         print(f"rank {r}: failed after {time.monotonic() - t0:.1f}s: {e}", flush=True)
         os._exit(3)
+
+
+def watchdog(dist):
+    """Rank 1 meets rank 0 in the shape exchange, then stops: rank 0 is left inside the
+    blocking MPI_Allreduce, which only the watchdog can end (by aborting the job)."""
+    a = nd.ones((4,))
+    if dist.rank() == 1:
+        dist._check_same(a, "allreduce")
+        os.kill(os.getpid(), signal.SIGSTOP)
+    dist.allreduce_(a)
+    a.wait_to_read()
+    print(f"rank {dist.rank()}: no error", flush=True)
 
 
 if __name__ == "__main__":

@@ -75,3 +75,14 @@ def test_killed_peer_fails_the_job_in_bounded_time(tmp_path):
     assert r.returncode != 0
     assert "rank 0: no error" not in r.stdout
     assert took < 60
+
+
+def test_peer_hung_inside_a_blocking_call_aborts_the_job_within_the_timeout(tmp_path):
+    r, took = _mpirun("watchdog", tmp_path / "x", timeout=90,
+                      extra_env={"FERROMX_DIST_TIMEOUT": "3"})
+    assert r.returncode != 0
+    assert "no error" not in r.stdout
+    err = r.stdout + r.stderr
+    assert "allreduce: timed out after 3s inside a blocking MPI call (rank 0 of 2)" in err, err
+    assert "a peer may have died or hung" in err
+    assert took < 30
