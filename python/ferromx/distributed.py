@@ -37,9 +37,11 @@ __all__ = [
     "allgather",
     "allreduce",
     "allreduce_",
+    "allreduce_buckets",
     "broadcast",
     "broadcast_",
     "broadcast_parameters",
+    "buckets",
     "init",
     "is_initialized",
     "local_rank",
@@ -216,17 +218,38 @@ def _blocking(what, fn, *args, **kwargs):
     return s["watchdog"].call(what, fn, *args, **kwargs)
 
 
-def _collective(arr, name, kind, run, reads=()):
+def _push_collective(body, what, writes, reads=()):
+    """Pushes ``body()`` on the communication worker as two engine ops: the first runs it
+    (writing ``writes`` and the ordering array) and keeps its exception, the second
+    (writing only ``writes``) raises it. So a failed collective fails its own arrays,
+    raised at their next read, but not the ordering array: later collectives still run."""
+    err = []
+
+    def op():
+        try:
+            body()
+        except Exception as e:  # noqa: BLE001 - raised again by the second op
+            err.append(e)
+
+    def status():
+        if err:
+            raise err[0]
+
+    push_py(op, reads=list(reads), writes=list(writes) + [_order()], ctx=COMM_CTX, name=what)
+    push_py(status, writes=list(writes), ctx=COMM_CTX, name=f"{what}.status")
+
+
+def _collective(arr, name, kind, run):
     """Pushes ``run(buffer, what)`` on the communication worker, writing ``arr`` in place
     (``buffer`` is a NumPy view of the array's own memory, so MPI reads and writes the
     storage directly: no copy)."""
     what = f"{kind}({name})" if name else kind
 
-    def op():
+    def body():
         _check_same(arr, what)
         run(np.from_dlpack(arr), what)
 
-    push_py(op, reads=list(reads), writes=[arr, _order()], ctx=COMM_CTX, name=what)
+    _push_collective(body, what, [arr])
 
 
 def allreduce_(tensor, average=True, name=None, priority=0):
@@ -247,6 +270,74 @@ def allreduce_(tensor, average=True, name=None, priority=0):
     if average and s["size"] > 1:
         tensor /= s["size"]
     return tensor
+
+
+# Gradient buckets, as PyTorch DDP's: the first bucket is small so that communication
+# starts as soon as the last layers' gradients exist; the others are ~25 MiB.
+BUCKET_BYTES = int(float(os.environ.get("FERROMX_DIST_BUCKET_MB", "25")) * 2**20)
+FIRST_BUCKET_BYTES = int(float(os.environ.get("FERROMX_DIST_FIRST_BUCKET_MB", "1")) * 2**20)
+
+
+def _nbytes(arr):
+    return int(np.prod(arr.shape, dtype=np.int64)) * np.dtype(arr.dtype).itemsize
+
+
+def buckets(arrays, bucket_bytes=None, first_bucket_bytes=None):
+    """Splits ``arrays`` (in order) into runs of the same dtype and context whose byte
+    size stays within ``bucket_bytes`` (the first run within ``first_bucket_bytes``); an
+    array larger than the bound is a bucket of its own. Returns lists of indices."""
+    caps = [FIRST_BUCKET_BYTES if first_bucket_bytes is None else first_bucket_bytes,
+            BUCKET_BYTES if bucket_bytes is None else bucket_bytes]
+    out, cur, size, kind = [], [], 0, None
+    for i, arr in enumerate(arrays):
+        k, n = (np.dtype(arr.dtype).name, str(arr.context)), _nbytes(arr)
+        if cur and (k != kind or size + n > caps[min(len(out), 1)]):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(i)
+        size += n
+        kind = k
+    if cur:
+        out.append(cur)
+    return out
+
+
+def allreduce_buckets(arrays, average=True, in_place=True, bucket_bytes=None,
+                      first_bucket_bytes=None, name="bucket"):
+    """Sums (``average``: means) every array of ``arrays`` over all ranks, fused in
+    buckets (see :func:`buckets`): each bucket of several arrays is packed into one flat
+    array (an engine ``concat``), reduced by one ``allreduce_`` and cut back into views.
+
+    Everything is pushed at once and nothing waits: a bucket's pack and allreduce run as
+    soon as its arrays are written, so with the arrays given in the order backward
+    produces them (gradients in reverse layer order), the first buckets are reduced on
+    the communication worker while backward still computes the others. ``in_place``
+    writes the sums back into ``arrays`` (an engine copy per array of a fused bucket) and
+    returns ``arrays``; otherwise the arrays are left alone and the sums are returned
+    (views of the flat buffers, or copies for single-array buckets).
+    """
+    from . import ndarray as nd
+
+    arrays = list(arrays)
+    out = list(arrays)
+    for b, idx in enumerate(buckets(arrays, bucket_bytes, first_bucket_bytes)):
+        what = f"{name}{b}"
+        if len(idx) == 1:
+            arr = arrays[idx[0]] if in_place else arrays[idx[0]].copy()
+            out[idx[0]] = allreduce_(arr, average=average, name=what)
+            continue
+        flat = nd.concat(*[arrays[i].reshape((-1,)) for i in idx], dim=0)
+        allreduce_(flat, average=average, name=what)
+        off = 0
+        for i in idx:
+            n = int(np.prod(arrays[i].shape, dtype=np.int64))
+            piece = flat[off : off + n].reshape(arrays[i].shape)
+            off += n
+            if in_place:
+                piece.copyto(arrays[i])
+            else:
+                out[i] = piece
+    return out
 
 
 def allreduce(tensor, average=True, name=None, priority=0):
@@ -279,11 +370,11 @@ def allgather(tensor, name=None):
                    ctx=tensor.context, dtype=np.dtype(tensor.dtype).name)
     what = f"allgather({name})" if name else "allgather"
 
-    def op():
+    def body():
         _check_same(tensor, what)
         _blocking(what, s["comm"].Allgather, np.from_dlpack(tensor), np.from_dlpack(out))
 
-    push_py(op, reads=[tensor], writes=[out, _order()], ctx=COMM_CTX, name=what)
+    _push_collective(body, what, [out], reads=[tensor])
     return out
 
 
@@ -318,23 +409,36 @@ def _trainer_base():
 class DistributedTrainer(_trainer_base()):
     """Horovod's ``DistributedTrainer``: a Trainer whose gradients are summed over the
     ranks (and over this process's contexts) before the update; the scale is divided by
-    ``size()``, so ``step(per_rank_batch)`` averages over the global batch."""
+    ``size()``, so ``step(per_rank_batch)`` averages over the global batch.
 
-    def __init__(self, params, optimizer, optimizer_params=None, **kwargs):
+    The gradients are reduced in buckets in reverse parameter order
+    (:func:`allreduce_buckets`), overlapping with the rest of backward: ``step`` pushes
+    everything and returns at once. ``bucket_bytes`` / ``first_bucket_bytes`` override
+    ``FERROMX_DIST_BUCKET_MB`` (25) / ``FERROMX_DIST_FIRST_BUCKET_MB`` (1).
+    """
+
+    def __init__(self, params, optimizer, optimizer_params=None, bucket_bytes=None,
+                 first_bucket_bytes=None, **kwargs):
         kwargs.pop("kvstore", None)
         super().__init__(params, optimizer, optimizer_params, kvstore=None, **kwargs)
         self._scale /= size()
+        self._bucket_bytes = (bucket_bytes, first_bucket_bytes)
 
     def _allreduce_grads(self):
-        for i, param in enumerate(self._params):
+        totals, rest = [], []
+        for param in reversed(self._params):
             if param.grad_req == "null" or param._data is None:
                 continue
             grads = param.list_grad()
             total = grads[0]
             for g in grads[1:]:
                 total += g.as_in_context(total.context)
-            allreduce_(total, average=False, name=str(i))
-            for g in grads[1:]:
+            totals.append(total)
+            rest.append(grads[1:])
+        allreduce_buckets(totals, average=False, bucket_bytes=self._bucket_bytes[0],
+                          first_bucket_bytes=self._bucket_bytes[1], name="grads")
+        for total, others in zip(totals, rest):
+            for g in others:
                 g[:] = total.as_in_context(g.context)
 
 
