@@ -82,7 +82,14 @@ def init():
         local_rank=local.Get_rank(),
         local_size=local.Get_size(),
         timeout=float(os.environ.get("FERROMX_DIST_TIMEOUT", "60")),
+        spin=float(os.environ.get("FERROMX_DIST_SPIN_US", "200")) * 1e-6,
     )
+    # Collectives run Python (mpi4py) on the communication thread, which needs the GIL
+    # while the frontend thread runs ahead pushing the next step: with Python's default
+    # 5 ms switch interval each hand-over of the GIL could cost up to 5 ms per op.
+    switch = float(os.environ.get("FERROMX_DIST_SWITCH_INTERVAL_US", "100")) * 1e-6
+    if switch > 0:
+        sys.setswitchinterval(min(sys.getswitchinterval(), switch))
     return _S["rank"]
 
 
@@ -120,9 +127,11 @@ def local_size():
 def _wait(req, what):
     """Polls a non-blocking MPI request until done or the timeout passes.
 
-    MPI progresses a non-blocking collective only inside MPI calls, so the first 50 ms
-    poll back to back (``sleep(0)`` lets other Python threads run between polls); after
-    that the pause grows to 1 ms.
+    MPI progresses a non-blocking collective only inside MPI calls, so the first
+    ``FERROMX_DIST_SPIN_US`` (200) microseconds poll back to back; after that the pause
+    between polls doubles from 20 us up to 0.5 ms, so that a rank waiting for a slower
+    peer does not take the CPU the peer (or this rank's compute) needs: on a machine with
+    as many ranks as cores, spinning there cost more than the collective itself.
     """
     s = _S
     start = time.monotonic()
@@ -135,9 +144,9 @@ def _wait(req, what):
                 f"{what}: timed out after {s['timeout']:g}s waiting for the other ranks "
                 f"(rank {s['rank']} of {s['size']}); a peer may have died or hung"
             )
-        if now - start > 0.05:
-            pause = min(max(pause * 2, 1e-5), 1e-3)
-        time.sleep(pause)
+        if now - start > s["spin"]:
+            pause = min(max(pause * 2, 2e-5), 5e-4)
+            time.sleep(pause)
 
 
 def _check_same(arr, what):
