@@ -84,22 +84,26 @@ def worker(args):
         return (time.perf_counter() - t0) / steps, times
 
     res = {"ranks": size}
-    # compute only: a local Trainer, no communication
-    net = _net(mx, nn)
-    local = gluon.Trainer(net.collect_params(), "sgd", opt)
-    run(local, net, 3)
-    _, ct = run(local, net, args.steps, per_step=True)
-    res["compute_ms"] = statistics.median(ct) * 1e3
-    nparams = sum(int(np.prod(p.shape)) for p in net.collect_params().values())
-    res["grad_bytes"] = nparams * 4
-    # data parallel training, pipelined (one wait at the end)
+    # compute only (a local Trainer, no communication) and data parallel training
+    # (DistributedTrainer), both pipelined (one wait per round), rounds alternating so
+    # that load from other work hits both alike; medians over the rounds
+    net_l = _net(mx, nn)
+    local = gluon.Trainer(net_l.collect_params(), "sgd", opt)
     net = _net(mx, nn)
     dist.broadcast_parameters(net.collect_params(), root_rank=0)
     trainer = dist.DistributedTrainer(net.collect_params(), "sgd", opt)
+    run(local, net_l, 3)
     run(trainer, net, 3)
-    per, _ = run(trainer, net, args.steps)
-    res["step_ms"] = per * 1e3
-    res["samples_per_s"] = size * BATCH / per
+    loc, par = [], []
+    for _ in range(args.rounds):
+        loc.append(run(local, net_l, args.steps)[0])
+        par.append(run(trainer, net, args.steps)[0])
+    res["compute_ms"] = statistics.median(loc) * 1e3
+    res["step_ms"] = statistics.median(par) * 1e3
+    res["local_samples_per_s"] = BATCH / statistics.median(loc)
+    res["samples_per_s"] = size * BATCH / statistics.median(par)
+    nparams = sum(int(np.prod(p.shape)) for p in net.collect_params().values())
+    res["grad_bytes"] = nparams * 4
     if size > 1:
         # allreduce alone: the gradient's size and a tiny message (latency)
         for key, n in (("allreduce_grad_ms", nparams), ("allreduce_small_ms", 1)):
@@ -133,7 +137,8 @@ def _launch(np_, threads, extra, args):
     env.update(extra)
     if threads:
         env["FERROMX_CPU_WORKER_NTHREADS"] = env["RAYON_NUM_THREADS"] = str(threads)
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--steps", str(args.steps)]
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "--steps", str(args.steps),
+           "--rounds", str(args.rounds)]
     if args.trace and np_ > 1:
         cmd += ["--trace", args.trace]
     if np_ > 1:
@@ -154,7 +159,8 @@ def _ring_ms(p, nbytes, alpha_ms, beta_ms_per_byte):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--worker", action="store_true")
-    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--steps", type=int, default=10, help="steps per round")
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--trace", default=None)
     ap.add_argument("--buckets-mb", type=float, default=None)
     args = ap.parse_args()
@@ -167,18 +173,19 @@ def main():
     one_full = _launch(1, None, {}, args)
     one_core = _launch(1, 1, {}, args)
     two = _launch(2, 1, extra, args)
-    print(f"MLP 784-512-512-10, batch {BATCH} per rank, {args.steps} steps, "
+    print(f"MLP 784-512-512-10, batch {BATCH} per rank, {args.rounds} rounds x {args.steps} steps, "
           f"gradients {two['grad_bytes'] / 2**20:.2f} MiB")
-    print(f"  1 rank, 2 threads : {one_full['samples_per_s']:8.0f} samples/s "
-          f"({one_full['step_ms']:.2f} ms/step)")
-    print(f"  1 rank, 1 thread  : {one_core['samples_per_s']:8.0f} samples/s "
-          f"({one_core['step_ms']:.2f} ms/step)")
+    print(f"  1 rank, 2 threads : {one_full['local_samples_per_s']:8.0f} samples/s "
+          f"({one_full['compute_ms']:.2f} ms/step, gluon.Trainer)")
+    print(f"  1 rank, 1 thread  : {one_core['local_samples_per_s']:8.0f} samples/s "
+          f"({one_core['compute_ms']:.2f} ms/step, gluon.Trainer; DistributedTrainer "
+          f"{one_core['step_ms']:.2f} ms/step)")
     print(f"  2 ranks, 1 thread : {two['samples_per_s']:8.0f} samples/s "
           f"({two['step_ms']:.2f} ms/step)")
     print(f"  efficiency vs 2 x (1 rank, 1 thread): "
-          f"{two['samples_per_s'] / (2 * one_core['samples_per_s']):.2f}; "
+          f"{two['samples_per_s'] / (2 * one_core['local_samples_per_s']):.2f}; "
           f"speed-up vs 1 rank on both cores: "
-          f"{two['samples_per_s'] / one_full['samples_per_s']:.2f}")
+          f"{two['samples_per_s'] / one_full['local_samples_per_s']:.2f}")
     print(f"  per step at 2 ranks: compute (no communication) {two['compute_ms']:.2f} ms; "
           f"allreduce of the gradients alone {two['allreduce_grad_ms']:.2f} ms, of 4 bytes "
           f"{two['allreduce_small_ms']:.3f} ms")
@@ -188,9 +195,10 @@ def main():
     # ring model fitted to the 2-rank measurements: A(2) = 2 alpha + S beta
     alpha = two["allreduce_small_ms"] / 2
     beta = max(two["allreduce_grad_ms"] - 2 * alpha, 1e-9) / two["grad_bytes"]
-    c, bw, s = one_core["compute_ms"], two["backward_ms"], two["grad_bytes"]
+    c, bw, s = two["compute_ms"], two["backward_ms"], two["grad_bytes"]
     print(f"  ring model: alpha {alpha * 1e3:.1f} us per step, "
-          f"{1 / beta / 1e6:.2f} GB/s; compute {c:.2f} ms/step (1 core), backward {bw:.2f} ms")
+          f"{1 / beta / 1e6:.2f} GB/s; compute {c:.2f} ms/step (per rank, 2 ranks running), "
+          f"backward {bw:.2f} ms")
     print("  ranks | allreduce ms | step ms (no overlap / overlap with backward) "
           "| efficiency | samples/s")
     for p in (2, 8, 64, 256):
