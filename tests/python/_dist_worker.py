@@ -56,10 +56,14 @@ def main():
     if mode == "all":
         if r == 0:  # the single-process reference, here so the test process keeps its seed
             np.savez(f"{out}.ref", *reference())
-        for sub in ("horovod", "dist_sync", "collectives"):
+        for sub in ("horovod", "dist_sync", "horovod_buckets", "dist_sync_buckets",
+                    "collectives"):
             np.savez(f"{out}.{sub}.{r}", *run(sub, dist))
+        np.savez(f"{out}.overlap.{r}", *overlap(dist))
     elif mode in ("kill", "stop"):
         fail(mode, dist)
+    elif mode == "watchdog":
+        watchdog(dist)
     else:
         raise SystemExit(f"unknown mode {mode}")
 
@@ -71,6 +75,15 @@ def reference():
 
 def run(mode, dist):
     r, n = dist.rank(), dist.size()
+    if mode.endswith("_buckets"):
+        # several fused buckets for this small net (reverse order: dense1 weight+bias
+        # (272 bytes), then dense0 weight+bias (704 bytes))
+        saved = dist.BUCKET_BYTES, dist.FIRST_BUCKET_BYTES
+        dist.BUCKET_BYTES, dist.FIRST_BUCKET_BYTES = 800, 300
+        try:
+            return run(mode[: -len("_buckets")], dist)
+        finally:
+            dist.BUCKET_BYTES, dist.FIRST_BUCKET_BYTES = saved
     if mode == "horovod":
 
         def factory(net):
@@ -123,6 +136,69 @@ def fail(mode, dist):
     except mx.MXNetError as e:
         print(f"rank {r}: failed after {time.monotonic() - t0:.1f}s: {e}", flush=True)
         os._exit(3)
+
+
+def overlap(dist):
+    """One profiled DistributedTrainer step of a 784-1024-1024-10 MLP. Returns the
+    profiler times (engine clock, us): start and end of each bucket's allreduce, end of
+    the op computing the first layer's weight gradient (backward's last gemm: it needs
+    every later layer's backward), and when ``step`` returned to the frontend."""
+    from ferromx import profiler
+
+    mx.random.seed(5)
+    net = nn.Sequential()
+    # fixed names: rank 0 built more blocks before (the reference), and parameters are
+    # broadcast in sorted name order
+    net.add(nn.Dense(1024, activation="relu", in_units=784, prefix="ov0_"),
+            nn.Dense(1024, activation="relu", in_units=1024, prefix="ov1_"),
+            nn.Dense(10, in_units=1024, prefix="ov2_"))
+
+    net.initialize(mx.init.Xavier())
+    dist.broadcast_parameters(net.collect_params(), root_rank=0)
+    trainer = dist.DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    rng = np.random.default_rng(dist.rank())
+    x = nd.array(rng.standard_normal((96, 784)).astype(np.float32))
+    y = nd.array(rng.integers(0, 10, 96).astype(np.float32))
+    stepped = profiler.Marker(profiler.Domain("test"), "step returned")
+
+    def step(mark):
+        with autograd.record():
+            loss = loss_fn(net(x), y)
+        loss.backward()
+        trainer.step(96)
+        if mark:
+            stepped.mark()
+
+    step(False)
+    mx.nd.waitall()
+    profiler.set_config(profile_all=True)
+    profiler.set_state("run")
+    step(True)
+    mx.nd.waitall()
+    profiler.set_state("stop")
+    evs = profiler.events(reset=True)
+    ar = sorted((e["ts"], e["ts"] + e["dur"]) for e in evs
+                if e["ph"] == "X" and e["name"].startswith("allreduce(grads")
+                and not e["name"].endswith(".status"))
+    # dW of dense0 = dot(dY (96, 1024), x (96, 784)): the one gemm reading x in backward
+    last_bw = max(e["ts"] + e["dur"] for e in evs if e["ph"] == "X" and e["name"] == "dot"
+                  and "(96, 784)" in e["args"].get("detail", ""))
+    mark = next(e["ts"] for e in evs if e["ph"] == "i" and e["name"] == "step returned")
+    params = [p.data().asnumpy() for p in net.collect_params().values()]
+    return [np.array(ar), np.array([last_bw, mark])] + params
+
+
+def watchdog(dist):
+    """Rank 1 meets rank 0 in the shape exchange, then stops: rank 0 is left inside the
+    blocking MPI_Allreduce, which only the watchdog can end (by aborting the job)."""
+    a = nd.ones((4,))
+    if dist.rank() == 1:
+        dist._check_same(a, "allreduce")
+        os.kill(os.getpid(), signal.SIGSTOP)
+    dist.allreduce_(a)
+    a.wait_to_read()
+    print(f"rank {dist.rank()}: no error", flush=True)
 
 
 if __name__ == "__main__":

@@ -39,12 +39,19 @@ def _load(path):
     return [z[f"arr_{i}"] for i in range(len(z.files))]
 
 
-def test_two_ranks_equal_one_process_and_collectives(tmp_path):
-    out = tmp_path / "res"
-    r, _ = _mpirun("all", out, timeout=120)
+@pytest.fixture(scope="module")
+def all_modes(tmp_path_factory):
+    """One ``mpirun`` for every mode that should succeed (training, collectives, overlap)."""
+    out = tmp_path_factory.mktemp("dist") / "res"
+    r, _ = _mpirun("all", out, timeout=150)
     assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+def test_two_ranks_equal_one_process_and_collectives(all_modes):
+    out = all_modes
     ref = _load(f"{out}.ref.npz")  # one process on the whole batch
-    for mode in ("horovod", "dist_sync"):
+    for mode in ("horovod", "dist_sync", "horovod_buckets", "dist_sync_buckets"):
         for rank in (0, 1):
             got = _load(f"{out}.{mode}.{rank}.npz")
             assert len(got) == len(ref)
@@ -62,16 +69,39 @@ def test_two_ranks_equal_one_process_and_collectives(tmp_path):
 
 
 def test_hung_peer_is_a_clear_error_within_the_timeout(tmp_path):
-    r, _ = _mpirun("stop", tmp_path / "x", timeout=90, extra_env={"FERROMX_DIST_TIMEOUT": "3"})
+    r, _ = _mpirun("stop", tmp_path / "x", timeout=90, extra_env={"FERROMX_DIST_TIMEOUT": "2"})
     assert r.returncode != 0
     assert "rank 0: failed after" in r.stdout, r.stdout + r.stderr
-    assert "timed out after 3s" in r.stdout and "a peer may have died" in r.stdout
+    assert "timed out after 2s" in r.stdout and "a peer may have died" in r.stdout
     line = next(ln for ln in r.stdout.splitlines() if ln.startswith("rank 0: failed after"))
-    assert float(line.split("after ")[1].split("s")[0]) < 6.0
+    assert float(line.split("after ")[1].split("s")[0]) < 5.0
 
 
 def test_killed_peer_fails_the_job_in_bounded_time(tmp_path):
-    r, took = _mpirun("kill", tmp_path / "x", timeout=90, extra_env={"FERROMX_DIST_TIMEOUT": "3"})
+    r, took = _mpirun("kill", tmp_path / "x", timeout=90, extra_env={"FERROMX_DIST_TIMEOUT": "2"})
     assert r.returncode != 0
     assert "rank 0: no error" not in r.stdout
     assert took < 60
+
+
+def test_peer_hung_inside_a_blocking_call_aborts_the_job_within_the_timeout(tmp_path):
+    r, took = _mpirun("watchdog", tmp_path / "x", timeout=90,
+                      extra_env={"FERROMX_DIST_TIMEOUT": "2"})
+    assert r.returncode != 0
+    assert "no error" not in r.stdout
+    err = r.stdout + r.stderr
+    assert "allreduce: timed out after 2s inside a blocking MPI call (rank 0 of 2)" in err, err
+    assert "a peer may have died or hung" in err
+    assert took < 30
+
+
+def test_bucketed_allreduce_overlaps_backward_and_step_does_not_block(all_modes):
+    got = [_load(f"{all_modes}.overlap.{rank}.npz") for rank in (0, 1)]
+    for rank, (ar, (last_backward_end, step_returned), *params) in enumerate(got):
+        assert len(ar) == 2, ar  # the last layer alone (first bucket), then the rest
+        # the first bucket's allreduce started while backward was still computing
+        assert ar[0][0] < last_backward_end, (rank, ar, last_backward_end)
+        # the frontend returned from step() before the communication was done
+        assert step_returned < ar[-1][1], (rank, ar, step_returned)
+        for p, q in zip(params, got[0][2:]):
+            np.testing.assert_allclose(p, q, rtol=1e-6, atol=1e-7)  # same on every rank

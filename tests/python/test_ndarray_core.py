@@ -367,3 +367,23 @@ def test_save_load_list_dict_single(tmp_path):
     f4 = str(tmp_path / "empty.params")
     nd.save(f4, [])
     assert nd.load(f4) in ([], {})
+
+
+def test_contiguous_slice_assign_and_copyto_into_views():
+    # the memcpy path of _slice_assign: first-axis slice, destination and source views
+    nd = mx.nd
+    src = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = nd.zeros((6, 6))
+    x[1:5] = nd.array(src)
+    want = np.zeros((6, 6), np.float32)
+    want[1:5] = src
+    assert_array_equal(x.asnumpy(), want)
+    flat = nd.array(np.arange(40, dtype=np.float32))
+    dst = nd.zeros((5, 6))
+    flat[5:29].reshape((4, 6))[1:3].copyto(dst[2:4])
+    want = np.zeros((5, 6), np.float32)
+    want[2:4] = np.arange(11, 23, dtype=np.float32).reshape(2, 6)
+    assert_array_equal(dst.asnumpy(), want)
+    y = nd.zeros((2, 3))
+    y[:] = nd.array([1.0, 2.0, 3.0])  # broadcast: the general path
+    assert_array_equal(y.asnumpy(), [[1, 2, 3], [1, 2, 3]])

@@ -289,6 +289,18 @@ class Trainer:
     def _allreduce_grads(self):
         if not self._kvstore:
             return
+        if getattr(self._kvstore, "_fuses_key_lists", False):
+            # one call in reverse parameter order: the store reduces the gradients in
+            # buckets while backward still produces the earlier layers' gradients
+            idx = [i for i, p in enumerate(self._params)
+                   if p.grad_req != "null" and p._data is not None][::-1]
+            grads = [self._params[i].list_grad() for i in idx]
+            if idx and self._update_on_kvstore:
+                outs = [self._params[i].list_data() for i in idx]
+                self._kvstore.pushpull(idx, grads, out=outs)
+            elif idx:
+                self._kvstore.pushpull(idx, grads)
+            return
         for i, param in enumerate(self._params):
             if param.grad_req == "null" or param._data is None:
                 continue

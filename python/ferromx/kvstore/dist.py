@@ -15,6 +15,8 @@ from .kvstore import KVStore, _key_value_pairs, _sum_on
 class DistKVStore(KVStore):
     """A KVStore whose pushes are summed over all MPI ranks."""
 
+    _fuses_key_lists = True  # the Trainer pushes all gradients in one call
+
     def __init__(self, kv_type):
         super().__init__(kv_type)
         dist.init()
@@ -47,18 +49,22 @@ class DistKVStore(KVStore):
             dist.broadcast_(self._store[k], 0, name=f"init:{k}")
 
     def push(self, key, value, priority=0):
-        """Sum ``value`` over contexts and ranks, then update or replace the stored value."""
+        """Sum ``value`` over contexts and ranks, then update or replace the stored value.
+
+        A list of keys is reduced in buckets (:func:`ferromx.distributed.allreduce_buckets`,
+        in the order given), one allreduce per bucket; the Trainer pushes its gradients
+        this way, in reverse parameter order, so they are reduced while backward runs.
+        """
         del priority
         pairs = _key_value_pairs(key, value, "push")
         stored = [self._stored(k, "push") for k, _ in pairs]
         for (k, vals), st in zip(pairs, stored):
             self._check_shapes(k, st, vals, "push")
-        for (k, vals), st in zip(pairs, stored):
-            merged = _sum_on(vals, st.context)
-            if merged is vals[0]:
-                merged = merged.copy()
-            dist.allreduce_(merged, average=False, name=f"push:{k}")
+        merged = [_sum_on(vals, st.context) for (_, vals), st in zip(pairs, stored)]
+        name = f"push:{pairs[0][0]}" if len(pairs) == 1 else "push:bucket"
+        reduced = dist.allreduce_buckets(merged, average=False, in_place=False, name=name)
+        for (k, _), st, red in zip(pairs, stored, reduced):
             if self._updater is not None:
-                self._updater(k, merged, st)
+                self._updater(k, red, st)
             else:
-                st[:] = merged
+                st[:] = red

@@ -413,10 +413,18 @@ pub fn slice_assign(dst: &NDArray, spec: &[(usize, usize, usize, i64)], v: &NDAr
     }
     let vs = v.shape().broadcast_strides(&rshape);
     let dt = dst.dtype();
+    // `x[:] = v`, `v.copyto(x)`, `x[a:b] = v` with `v` of the region's shape: the region is
+    // one contiguous run, so the copy is a memcpy (the general path costs ~30x more)
+    let first_axis = spec.is_empty() || (spec.len() == 1 && spec[0].0 == 0 && spec[0].3 == 1);
+    let contiguous = (first_axis && v.shape() == &rshape).then_some(base.max(0) as usize);
     // An in-place update inside indexing, not a table operator: an engine closure.
     push_kernel("_slice_assign", vec![v.view()], vec![dst.view()], move |k| {
         with_dtype!(dt, T, {
             let (src, o) = (k.input::<T>(0), k.output::<T>(0));
+            if let Some(start) = contiguous {
+                o[start..start + src.len()].copy_from_slice(src);
+                return Ok(());
+            }
             let mut q = vec![0usize; rshape.size()];
             crate::shape::for_each_strided(&rshape, &vs, 0, q.len(), |n, si| q[n] = si);
             cpu::for_each_region(rshape.dims(), base, &signed, |n, p| o[p] = src[q[n]]);
