@@ -8,8 +8,6 @@ gradients of all inputs (float64, so the comparison is tight).
 
 import numpy as np
 import pytest
-
-import ferromx as mx
 from ferromx import autograd, nd
 
 WIDE = {"lstm_state_clip_min": -1e9, "lstm_state_clip_max": 1e9}
@@ -66,7 +64,3 @@ def test_fused_float32_inference_dropout_and_outputs():
     assert not isinstance(y, (list, tuple)) and y.shape == (T, N, H)
     ref = nd.RNN(x, p, h0, c0, state_size=H, num_layers=2, mode="lstm", **WIDE)
     np.testing.assert_allclose(y.asnumpy(), ref.asnumpy(), rtol=1e-5, atol=1e-6)
-    out = mx.nd._internal._rnn_fused(x, p, h0, c0, state_size=H, num_layers=2, mode="lstm") \
-        if hasattr(mx.nd, "_internal") and hasattr(mx.nd._internal, "_rnn_fused") else None
-    if out is not None:
-        assert len(out) == 4 and out[0].shape == (T, N, H)

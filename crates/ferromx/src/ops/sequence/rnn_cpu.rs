@@ -169,6 +169,36 @@ fn row_mut<T>(a: &mut [T], r: usize, w: usize) -> &mut [T] {
     &mut a[r * w..(r + 1) * w]
 }
 
+/// The four `h`-wide parts of a gate row (exact lengths, so the loops over them
+/// carry no bounds checks and vectorise).
+#[inline(always)]
+fn parts<T>(a: &[T], h: usize) -> [&[T]; 4] {
+    let a = &a[..4 * h];
+    [&a[..h], &a[h..2 * h], &a[2 * h..3 * h], &a[3 * h..4 * h]]
+}
+
+#[inline(always)]
+fn parts_mut<T>(a: &mut [T], h: usize) -> [&mut [T]; 4] {
+    let (p0, r) = a[..4 * h].split_at_mut(h);
+    let (p1, r) = r.split_at_mut(h);
+    let (p2, p3) = r.split_at_mut(h);
+    [p0, &mut p1[..h], &mut p2[..h], &mut p3[..h]]
+}
+
+/// Three `h`-wide parts (GRU rows).
+#[inline(always)]
+fn parts3<T>(a: &[T], h: usize) -> [&[T]; 3] {
+    let a = &a[..3 * h];
+    [&a[..h], &a[h..2 * h], &a[2 * h..3 * h]]
+}
+
+#[inline(always)]
+fn parts3_mut<T>(a: &mut [T], h: usize) -> [&mut [T]; 3] {
+    let (p0, r) = a[..3 * h].split_at_mut(h);
+    let (p1, p2) = r.split_at_mut(h);
+    [p0, &mut p1[..h], &mut p2[..h]]
+}
+
 /// The weights of one layer and direction.
 struct W<'a, T> {
     wi: &'a [T],
@@ -184,56 +214,66 @@ fn weights<'a, T>(g: &Geo, p: &'a [T], l: usize, d: usize) -> W<'a, T> {
 }
 
 /// One step's gate arithmetic for all rows: `xp` the input projection (biases
-/// folded in as [`project`] does), `gh` the recurrent product; updates `hb`
-/// (and `cb`) in place and writes the saved activations.
+/// folded in as [`project`] does), `gh` the recurrent product (overwritten); updates
+/// `hb` (and `cb`) in place and writes the saved activations. Each loop zips a few
+/// equal-length slices, so it compiles without bounds checks and vectorises.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn gates_fwd<T: Fl>(g: &Geo, xp: &[T], gh: &[T], bh: &[T], hb: &mut [T], cb: &mut [T], sg: &mut [T], sc: &mut [T]) {
+fn gates_fwd<T: Fl>(g: &Geo, xp: &[T], gh: &mut [T], bh: &[T], hb: &mut [T], cb: &mut [T], sg: &mut [T], sc: &mut [T]) {
     let (h, w) = (g.h, g.gh());
     for b in 0..g.n {
-        let (x, r) = (row(xp, b, w), row(gh, b, w));
+        let (x, a) = (row(xp, b, w), row_mut(gh, b, w));
         let hr = row_mut(hb, b, h);
         match g.mode {
             LSTM => {
-                let (s, c) = (row_mut(sg, b, 4 * h), row_mut(cb, b, h));
-                let (si, rest) = s.split_at_mut(h);
-                let (sf, rest) = rest.split_at_mut(h);
-                let (sgg, so) = rest.split_at_mut(h);
-                for j in 0..h {
-                    let i = (x[j] + r[j]).sig();
-                    let f = (x[h + j] + r[h + j]).sig();
-                    let gg = (x[2 * h + j] + r[2 * h + j]).th();
-                    let o = (x[3 * h + j] + r[3 * h + j]).sig();
-                    let cn = f * c[j] + i * gg;
-                    c[j] = cn;
-                    hr[j] = o * cn.th();
-                    (si[j], sf[j], sgg[j], so[j]) = (i, f, gg, o);
+                for (a, &x) in a.iter_mut().zip(x) {
+                    *a = *a + x;
                 }
+                let [ai, af, ag, ao] = parts_mut(a, h);
+                for v in ai.iter_mut().chain(af.iter_mut()).chain(ao.iter_mut()) {
+                    *v = v.sig();
+                }
+                for v in ag.iter_mut() {
+                    *v = v.th();
+                }
+                let c = row_mut(cb, b, h);
+                for ((c, &i), (&f, &gg)) in c.iter_mut().zip(ai.iter()).zip(af.iter().zip(ag.iter())) {
+                    *c = f * *c + i * gg;
+                }
+                for ((hv, &o), &cv) in hr.iter_mut().zip(ao.iter()).zip(c.iter()) {
+                    *hv = o * cv.th();
+                }
+                row_mut(sg, b, 4 * h).copy_from_slice(a);
                 row_mut(sc, b, h).copy_from_slice(c);
             }
             GRU => {
-                let s = row_mut(sg, b, 4 * h);
-                let (sr, rest) = s.split_at_mut(h);
-                let (sz, rest) = rest.split_at_mut(h);
-                let (sn, shn) = rest.split_at_mut(h);
-                for j in 0..h {
-                    let rr = (x[j] + r[j]).sig();
-                    let z = (x[h + j] + r[h + j]).sig();
-                    let hn = r[2 * h + j] + bh[2 * h + j];
-                    let nn = (x[2 * h + j] + rr * hn).th();
-                    hr[j] = nn + z * (hr[j] - nn);
-                    (sr[j], sz[j], sn[j], shn[j]) = (rr, z, nn, hn);
+                let ([xr, xz, xn], [rr, rz, rn]) = (parts3(x, h), parts3(a, h));
+                let [sr, sz, sn, shn] = parts_mut(row_mut(sg, b, 4 * h), h);
+                for ((s, &x), &r) in sr.iter_mut().zip(xr).zip(rr) {
+                    *s = (x + r).sig();
+                }
+                for ((s, &x), &r) in sz.iter_mut().zip(xz).zip(rz) {
+                    *s = (x + r).sig();
+                }
+                for ((s, &r), &bb) in shn.iter_mut().zip(rn).zip(&bh[2 * h..3 * h]) {
+                    *s = r + bb;
+                }
+                for ((s, &x), (&r, &hn)) in sn.iter_mut().zip(xn).zip(sr.iter().zip(shn.iter())) {
+                    *s = (x + r * hn).th();
+                }
+                for ((hv, &nn), &z) in hr.iter_mut().zip(sn.iter()).zip(sz.iter()) {
+                    *hv = nn + z * (*hv - nn);
                 }
             }
             RELU => {
-                for j in 0..h {
-                    let a = x[j] + r[j];
-                    hr[j] = if a > T::zero() { a } else { T::zero() };
+                for ((hv, &x), &r) in hr.iter_mut().zip(x).zip(a.iter()) {
+                    let v = x + r;
+                    *hv = if v > T::zero() { v } else { T::zero() };
                 }
             }
             _ => {
-                for j in 0..h {
-                    hr[j] = (x[j] + r[j]).th();
+                for ((hv, &x), &r) in hr.iter_mut().zip(x).zip(a.iter()) {
+                    *hv = (x + r).th();
                 }
             }
         }
@@ -283,7 +323,7 @@ fn forward_dir<T: Fl>(g: &Geo, l: usize, d: usize, input: &[T], p: &[T], h0: &[T
         let xs = &xp[tt * n * gh..(tt + 1) * n * gh];
         let sgs = &mut sg[tt * n * sgw..(tt + 1) * n * sgw];
         let scs = &mut sc[tt * n * scw..(tt + 1) * n * scw];
-        dispatch(|| gates_fwd(g, xs, &ghb, w.bh, o.hy, o.cy, sgs, scs));
+        dispatch(|| gates_fwd(g, xs, &mut ghb, w.bh, o.hy, o.cy, sgs, scs));
         for b in 0..n {
             let at = (tt * n + b) * yw + d * h;
             o.y[at..at + h].copy_from_slice(row(o.hy, b, h));
@@ -356,7 +396,7 @@ pub(crate) fn rnn_forward(c: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
 /// One step's gate gradients (all rows): `dh` the gradient of this step's h (consumed),
 /// `dc` the running cell gradient (updated to the previous step's); writes the gradients
 /// of the input-side (`dgx`) and recurrent-side (`dgh`, GRU only) pre-activations, and for
-/// GRU the direct part of the previous h's gradient into `dh`.
+/// GRU the direct part of the previous h's gradient into `dh`. `tmp` is `h` scratch.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
 fn gates_bwd<T: Fl>(
@@ -370,6 +410,7 @@ fn gates_bwd<T: Fl>(
     dc: &mut [T],
     dgx: &mut [T],
     dgh: &mut [T],
+    tmp: &mut [T],
 ) {
     let (h, w, one) = (g.h, g.gh(), T::one());
     for b in 0..g.n {
@@ -377,41 +418,63 @@ fn gates_bwd<T: Fl>(
         let dx = row_mut(dgx, b, w);
         match g.mode {
             LSTM => {
-                let (s, c, cp, dcr) = (row(sg, b, 4 * h), row(cell, b, h), row(cprev, b, h), row_mut(dc, b, h));
-                for j in 0..h {
-                    let (i, f, gg, o) = (s[j], s[h + j], s[2 * h + j], s[3 * h + j]);
-                    let tc = c[j].th();
-                    let dcj = dcr[j] + dhr[j] * o * (one - tc * tc);
-                    dx[j] = dcj * gg * i * (one - i);
-                    dx[h + j] = dcj * cp[j] * f * (one - f);
-                    dx[2 * h + j] = dcj * i * (one - gg * gg);
-                    dx[3 * h + j] = dhr[j] * tc * o * (one - o);
-                    dcr[j] = dcj * f;
+                let [si, sf, sgg, so] = parts(row(sg, b, 4 * h), h);
+                let (c, cp, dcr) = (row(cell, b, h), row(cprev, b, h), row_mut(dc, b, h));
+                let [di, df, dg, dox] = parts_mut(dx, h);
+                let tc = &mut tmp[..h];
+                for (t, &cv) in tc.iter_mut().zip(c) {
+                    *t = cv.th();
+                }
+                for ((d, &dhv), (&o, &t)) in dcr.iter_mut().zip(dhr.iter()).zip(so.iter().zip(tc.iter())) {
+                    *d = *d + dhv * o * (one - t * t);
+                }
+                for ((d, &dhv), (&o, &t)) in dox.iter_mut().zip(dhr.iter()).zip(so.iter().zip(tc.iter())) {
+                    *d = dhv * t * o * (one - o);
+                }
+                for ((d, &dcv), (&gg, &i)) in di.iter_mut().zip(dcr.iter()).zip(sgg.iter().zip(si)) {
+                    *d = dcv * gg * i * (one - i);
+                }
+                for ((d, &dcv), (&cpv, &f)) in df.iter_mut().zip(dcr.iter()).zip(cp.iter().zip(sf)) {
+                    *d = dcv * cpv * f * (one - f);
+                }
+                for ((d, &dcv), (&i, &gg)) in dg.iter_mut().zip(dcr.iter()).zip(si.iter().zip(sgg)) {
+                    *d = dcv * i * (one - gg * gg);
+                }
+                for (d, &f) in dcr.iter_mut().zip(sf) {
+                    *d = *d * f;
                 }
             }
             GRU => {
-                let (s, hp, dr) = (row(sg, b, 4 * h), row(hprev, b, h), row_mut(dgh, b, w));
-                for j in 0..h {
-                    let (r, z, nn, hn) = (s[j], s[h + j], s[2 * h + j], s[3 * h + j]);
-                    let d = dhr[j];
-                    let dan = d * (one - z) * (one - nn * nn);
-                    let dar = dan * hn * r * (one - r);
-                    let daz = d * (hp[j] - nn) * z * (one - z);
-                    (dx[j], dx[h + j], dx[2 * h + j]) = (dar, daz, dan);
-                    (dr[j], dr[h + j], dr[2 * h + j]) = (dar, daz, dan * r);
-                    dhr[j] = d * z;
+                let [sr, sz, sn, shn] = parts(row(sg, b, 4 * h), h);
+                let hp = row(hprev, b, h);
+                let [dxr, dxz, dxn] = parts3_mut(dx, h);
+                for ((d, &dhv), (&z, &nn)) in dxn.iter_mut().zip(dhr.iter()).zip(sz.iter().zip(sn)) {
+                    *d = dhv * (one - z) * (one - nn * nn);
+                }
+                for ((d, &dan), (&hn, &r)) in dxr.iter_mut().zip(dxn.iter()).zip(shn.iter().zip(sr)) {
+                    *d = dan * hn * r * (one - r);
+                }
+                for ((d, &dhv), ((&hpv, &nn), &z)) in dxz.iter_mut().zip(dhr.iter()).zip(hp.iter().zip(sn).zip(sz)) {
+                    *d = dhv * (hpv - nn) * z * (one - z);
+                }
+                let [dhr_, dhz, dhn] = parts3_mut(row_mut(dgh, b, w), h);
+                dhr_.copy_from_slice(dxr);
+                dhz.copy_from_slice(dxz);
+                for ((d, &dan), &r) in dhn.iter_mut().zip(dxn.iter()).zip(sr) {
+                    *d = dan * r;
+                }
+                for (d, &z) in dhr.iter_mut().zip(sz) {
+                    *d = *d * z;
                 }
             }
             RELU => {
-                let yr = row(y, b, h);
-                for j in 0..h {
-                    dx[j] = if yr[j] > T::zero() { dhr[j] } else { T::zero() };
+                for ((d, &yv), &dhv) in dx.iter_mut().zip(row(y, b, h)).zip(dhr.iter()) {
+                    *d = if yv > T::zero() { dhv } else { T::zero() };
                 }
             }
             _ => {
-                let yr = row(y, b, h);
-                for j in 0..h {
-                    dx[j] = dhr[j] * (one - yr[j] * yr[j]);
+                for ((d, &yv), &dhv) in dx.iter_mut().zip(row(y, b, h)).zip(dhr.iter()) {
+                    *d = dhv * (one - yv * yv);
                 }
             }
         }
@@ -481,6 +544,7 @@ fn backward_dir<T: Fl>(
     let mut dhb = dh0.to_vec();
     let mut dcb = dc0.to_vec();
     let mut dh = vec![T::zero(); nh];
+    let mut tmp = vec![T::zero(); h];
     for s in (0..t).rev() {
         let tt = g.time(d, s);
         for b in 0..n {
@@ -505,7 +569,7 @@ fn backward_dir<T: Fl>(
         let hp = &hprev[tt * nh..(tt + 1) * nh];
         let dgx_t = &mut dgx[tt * n * gh..(tt + 1) * n * gh];
         let dgh_t: &mut [T] = if gru { &mut dgh[tt * n * gh..(tt + 1) * n * gh] } else { &mut [] };
-        dispatch(|| gates_bwd(g, sgs, cell, cprev, hp, &ycur, &mut dh, &mut dcb, dgx_t, dgh_t));
+        dispatch(|| gates_bwd(g, sgs, cell, cprev, hp, &ycur, &mut dh, &mut dcb, dgx_t, dgh_t, &mut tmp));
         if gru {
             dhb.copy_from_slice(&dh);
             matmul(n, h, gh, &mut dhb, dgh_t, false, w.wh, false, true);
