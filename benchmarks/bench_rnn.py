@@ -72,7 +72,7 @@ def lstm_step():
     h = layer.begin_state(batch_size=1)
     def f():
         layer(x, h)
-    return best(f, 100 if QUICK else 500, 3 if QUICK else 7) * 1e6
+    return best(f, 20 if QUICK else 50, 3 if QUICK else 5) * 1e6
 
 def layer_fb(kind):
     T, N, H = 100, 64, 256
