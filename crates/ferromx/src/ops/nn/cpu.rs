@@ -172,34 +172,45 @@ pub(super) fn softmax_kernel(c: &OpCall, k: &Kernel) -> KResult {
 /// The fused softmax cross-entropy: per-sample losses (`softmax_ce_loss`) or
 /// their sum (`softmax_cross_entropy`), and the probabilities (output 1).
 pub(super) fn softmax_ce_kernel(c: &OpCall, k: &Kernel) -> KResult {
+    use rayon::prelude::*;
     let name = c.def.name;
     let total = name == "softmax_cross_entropy";
     let (n, cl) = (k.in_shape(0).dims()[0], k.in_shape(0).dims()[1]);
     let labels: Vec<f64> = with_dtype!(k.in_dtype(1), L, k.input::<L>(1).iter().map(|v| v.to_f64()).collect());
+    if let Some(&l) = labels.iter().take(n).find(|&&l| l < 0.0 || l as usize >= cl || l.fract() != 0.0) {
+        return Err(OpFailure::new(ErrorKind::Index, format!("{name}: label {l} out of range for {cl} classes")));
+    }
     with_float_dtype!(
         k.in_dtype(0),
         T,
         {
             let (x, o, p) = (k.input::<T>(0), k.output::<T>(0), k.output::<T>(1));
-            let mut sum = 0.0;
-            for r in 0..n {
-                softmax_row(&x[r * cl..(r + 1) * cl], &mut p[r * cl..(r + 1) * cl], 0, cl, 1, 1.0, false);
-                let l = labels[r];
-                if l < 0.0 || l as usize >= cl || l.fract() != 0.0 {
-                    return Err(OpFailure::new(
-                        ErrorKind::Index,
-                        format!("{name}: label {l} out of range for {cl} classes"),
-                    ));
-                }
-                let loss = -p[r * cl + l as usize].to_f64().max(1e-30).ln();
-                if total {
-                    sum += loss;
-                } else {
-                    o[r] = T::from_f64(loss);
-                }
-            }
+            // Rows in parallel; one exp per element (the exponentials are stored, then scaled).
+            let losses: Vec<f64> = p
+                .par_chunks_mut(cl.max(1))
+                .zip(x.par_chunks(cl.max(1)))
+                .zip(labels.par_iter())
+                .map(|((pr, xr), &l)| {
+                    let mx = xr.iter().fold(f64::NEG_INFINITY, |m, v| m.max(v.to_f64()));
+                    let mut sum = 0.0;
+                    for (o, v) in pr.iter_mut().zip(xr) {
+                        let e = (v.to_f64() - mx).exp();
+                        sum += e;
+                        *o = T::from_f64(e);
+                    }
+                    let inv = 1.0 / sum;
+                    for o in pr.iter_mut() {
+                        *o = T::from_f64(o.to_f64() * inv);
+                    }
+                    -pr[l as usize].to_f64().max(1e-30).ln()
+                })
+                .collect();
             if total {
-                o[0] = T::from_f64(sum);
+                o[0] = T::from_f64(losses.iter().sum());
+            } else {
+                for (o, l) in o.iter_mut().zip(&losses) {
+                    *o = T::from_f64(*l);
+                }
             }
         },
         unreachable!("cast to float before the push")

@@ -230,45 +230,95 @@ impl Mat {
     }
 }
 
-/// The slot `slot` of a `(steps, batch, heads * slots * dim)` interleaved array,
-/// as `(step, d)` matrices per `(batch, head)`.
-fn seq_mat(batch: usize, heads: usize, slots: usize, dim: usize, slot: usize) -> Mat {
-    let w = heads * slots * dim;
-    Mat { off: slot * dim, sb: w, sh: slots * dim, row: batch * w, col: 1 }
-}
-
-/// A `(batch * heads, m, n)` attention array as `(i, j)` matrices per `(batch, head)`.
-fn att_mat(heads: usize, m: usize, n: usize) -> Mat {
-    Mat { off: 0, sb: heads * m * n, sh: m * n, row: n, col: 1 }
-}
-
-/// The shapes of one product: `batch`, `heads`, and `(m × kk) · (kk × n)`.
+/// The shapes of the attention products: sequence lengths, batch, heads, head width.
 #[derive(Clone, Copy)]
-struct Dims {
+struct Att {
+    tq: usize,
+    tk: usize,
     batch: usize,
     heads: usize,
+    dim: usize,
+}
+
+impl Att {
+    /// The slot `slot` of a `(steps, batch, heads * slots * dim)` interleaved array,
+    /// as `(step, d)` matrices per `(batch, head)`.
+    fn seq(&self, slots: usize, slot: usize) -> Mat {
+        let w = self.heads * slots * self.dim;
+        Mat { off: slot * self.dim, sb: w, sh: slots * self.dim, row: self.batch * w, col: 1 }
+    }
+    /// A `(batch * heads, m, n)` attention array as `(i, j)` matrices per `(batch, head)`.
+    fn att(&self, m: usize, n: usize) -> Mat {
+        Mat { off: 0, sb: self.heads * m * n, sh: m * n, row: n, col: 1 }
+    }
+}
+
+/// One batched product `c[o] = alpha * a[ia] · b[ib]` per `(batch, head)`, with
+/// `(m × kk) · (kk × n)` matrices; `ia`/`ib` index the kernel's inputs, `o` its outputs.
+#[derive(Clone, Copy)]
+struct Prod {
+    a: (usize, Mat),
+    b: (usize, Mat),
+    c: (usize, Mat),
     m: usize,
     n: usize,
     kk: usize,
+    alpha: f64,
 }
 
-/// `c = alpha * a · b` for every `(batch, head)`, accumulating in f64.
-#[allow(clippy::too_many_arguments)]
-fn bmm<T: Elem>(dm: Dims, a: &[T], sa: Mat, b: &[T], sb: Mat, c: &mut [T], sc: Mat, alpha: f64) {
-    let mut row = vec![0.0f64; dm.kk];
-    for bi in 0..dm.batch {
-        for hi in 0..dm.heads {
-            for i in 0..dm.m {
-                for (l, r) in row.iter_mut().enumerate() {
-                    *r = a[sa.idx(bi, hi, i, l)].to_f64();
-                }
-                for j in 0..dm.n {
-                    let mut s = 0.0;
-                    for (l, r) in row.iter().enumerate() {
-                        s += r * b[sb.idx(bi, hi, l, j)].to_f64();
-                    }
-                    c[sc.idx(bi, hi, i, j)] = T::from_f64(alpha * s);
-                }
+/// Accumulation types of the products (f16/bf16 multiply in f32).
+trait Acc: crate::storage::GemmElem + Default {
+    fn of(v: f64) -> Self;
+    fn f(self) -> f64;
+}
+impl Acc for f32 {
+    fn of(v: f64) -> f32 {
+        v as f32
+    }
+    fn f(self) -> f64 {
+        self as f64
+    }
+}
+impl Acc for f64 {
+    fn of(v: f64) -> f64 {
+        v
+    }
+    fn f(self) -> f64 {
+        self
+    }
+}
+
+/// Copies the `(rows, cols)` matrix `(b, h)` of `src` at `m` into row-major `dst`.
+fn gather<T: Elem, A: Acc>(src: &[T], m: Mat, b: usize, h: usize, rows: usize, cols: usize, dst: &mut [A]) {
+    for i in 0..rows {
+        for (j, d) in dst[i * cols..(i + 1) * cols].iter_mut().enumerate() {
+            *d = A::of(src[m.idx(b, h, i, j)].to_f64());
+        }
+    }
+}
+
+/// Runs `p` for every `(batch, head)`: operands gathered into contiguous buffers, one
+/// gemm each (the pairs spread over cores), results scattered into `out`.
+fn run_prod<T: Elem, A: Acc>(g: Att, p: &Prod, ins: &[&[T]], out: &mut [T]) {
+    use rayon::prelude::*;
+    let (m, n, kk) = (p.m, p.n, p.kk);
+    let pairs: Vec<Vec<A>> = (0..g.batch * g.heads)
+        .into_par_iter()
+        .map(|bh| {
+            let (b, h) = (bh / g.heads, bh % g.heads);
+            let (mut a, mut bb, mut c) = (vec![A::default(); m * kk], vec![A::default(); kk * n], vec![A::ZERO; m * n]);
+            gather(ins[p.a.0], p.a.1, b, h, m, kk, &mut a);
+            gather(ins[p.b.0], p.b.1, b, h, kk, n, &mut bb);
+            crate::storage::matmul_seq(m, n, kk, &mut c, &a, false, &bb, false, false);
+            c
+        })
+        .collect();
+    let sc = p.c.1;
+    for (bh, c) in pairs.iter().enumerate() {
+        let (b, h) = (bh / g.heads, bh % g.heads);
+        for i in 0..m {
+            for j in 0..n {
+                out[sc.idx(b, h, i, j)] = T::from_f64(p.alpha * c[i * n + j].f());
             }
         }
     }
@@ -283,104 +333,84 @@ pub(crate) enum Attn {
     EncDecValAtt,
 }
 
-/// `(steps, batch, dim)` of the interleaved operand of `which` (input 0; the
-/// query length for encdec_qk comes from its own input 0).
-fn attn_dims(c: &OpCall, which: Attn, heads: usize) -> (usize, usize, usize, usize) {
+/// The shapes of `which` from the call's inputs (the interleaved operand is input 0).
+fn attn_dims(c: &OpCall, which: Attn, heads: usize) -> Att {
     let d0 = c.inputs[0].shape.dims();
+    let d1 = || c.inputs[1].shape.dims();
+    let (tq, dim, tk) = match which {
+        Attn::SelfQk | Attn::SelfValAtt => (d0[0], d0[2] / 3 / heads, d0[0]),
+        Attn::EncDecQk => (d0[0], d0[2] / heads, d1()[0]),
+        Attn::EncDecValAtt => (d1()[1], d0[2] / 2 / heads, d0[0]),
+    };
+    Att { tq, tk, batch: d0[1], heads, dim }
+}
+
+/// The products of `which`: the forward's one, or the backward's two (inputs: the
+/// forward's inputs then the output gradient `gi`; outputs: the input gradients).
+fn plan(g: Att, which: Attn, backward: bool) -> Vec<Prod> {
+    let (tq, tk, dim) = (g.tq, g.tk, g.dim);
+    let scale = 1.0 / (dim as f64).sqrt();
+    let out_seq = Mat { off: 0, sb: g.heads * dim, sh: dim, row: g.batch * g.heads * dim, col: 1 };
+    let pr = |a, b, c, m, n, kk, alpha| Prod { a, b, c, m, n, kk, alpha };
+    // (q, k) of the qk products: input and slot layout; tk the key length.
+    let qk = |q: (usize, Mat), k: (usize, Mat)| {
+        let att = g.att(tq, tk);
+        if !backward {
+            return vec![pr(q, (k.0, k.1.t()), (0, att), tq, tk, dim, scale)];
+        }
+        let gi = k.0.max(q.0) + 1;
+        // dq = g · k * scale, dk = gᵀ · q * scale.
+        let oq = usize::from(k.0 != q.0 && q.0 == 1);
+        let ok = usize::from(k.0 != q.0 && k.0 == 1);
+        vec![pr((gi, att), k, (oq, q.1), tq, dim, tk, scale), pr((gi, att.t()), q, (ok, k.1), tk, dim, tq, scale)]
+    };
+    // (v, att) of the value products: v's slot layout in input 0, attention input 1.
+    let valatt = |v: Mat| {
+        let att = g.att(tq, tk);
+        if !backward {
+            return vec![pr((1, att), (0, v), (0, out_seq), tq, dim, tk, 1.0)];
+        }
+        // d_att = g · vᵀ, dv = attᵀ · g.
+        vec![
+            pr((2, out_seq), (0, v.t()), (1, att), tq, tk, dim, 1.0),
+            pr((1, att.t()), (2, out_seq), (0, v), tk, dim, tq, 1.0),
+        ]
+    };
     match which {
-        Attn::SelfQk | Attn::SelfValAtt => (d0[0], d0[1], d0[2] / 3 / heads, d0[0]),
-        Attn::EncDecQk => (d0[0], d0[1], d0[2] / heads, c.inputs[1].shape.dims()[0]),
-        Attn::EncDecValAtt => (c.inputs[1].shape.dims()[1], d0[1], d0[2] / 2 / heads, d0[0]),
+        Attn::SelfQk => qk((0, g.seq(3, 0)), (0, g.seq(3, 1))),
+        Attn::SelfValAtt => valatt(g.seq(3, 2)),
+        Attn::EncDecQk => qk((0, g.seq(1, 0)), (1, g.seq(2, 0))),
+        Attn::EncDecValAtt => valatt(g.seq(2, 1)),
     }
 }
 
-/// Forward of the four interleaved attention products; nums `[heads]`.
-pub(crate) fn attn_forward(c: &OpCall, k: &Kernel, which: Attn) -> Result<(), OpFailure> {
+/// The four interleaved attention products and their gradients; nums `[heads]`.
+/// Outputs are zeroed first (a gradient leaves the slots its input does not use zero).
+fn attn(c: &OpCall, k: &Kernel, which: Attn, backward: bool) -> Result<(), OpFailure> {
     let heads = num(c, 0)? as usize;
-    let (tq, batch, dim, tk) = attn_dims(c, which, heads);
-    let scale = 1.0 / (dim as f64).sqrt();
-    let dt = k.in_dtype(0);
-    with_float_dtype!(
-        dt,
-        T,
-        {
-            let o = k.output::<T>(0);
-            let (x0, x1) = (k.input::<T>(0), if c.inputs.len() > 1 { k.input::<T>(1) } else { &[][..] });
-            let out_seq = Mat { off: 0, sb: heads * dim, sh: dim, row: batch * heads * dim, col: 1 };
-            let d = |m, n, kk| Dims { batch, heads, m, n, kk };
-            match which {
-                Attn::SelfQk => {
-                    let (q, kt) = (seq_mat(batch, heads, 3, dim, 0), seq_mat(batch, heads, 3, dim, 1).t());
-                    bmm(d(tq, tq, dim), x0, q, x0, kt, o, att_mat(heads, tq, tq), scale);
-                }
-                Attn::SelfValAtt => {
-                    let v = seq_mat(batch, heads, 3, dim, 2);
-                    bmm(d(tq, dim, tq), x1, att_mat(heads, tq, tq), x0, v, o, out_seq, 1.0);
-                }
-                Attn::EncDecQk => {
-                    let (q, kt) = (seq_mat(batch, heads, 1, dim, 0), seq_mat(batch, heads, 2, dim, 0).t());
-                    bmm(d(tq, tk, dim), x0, q, x1, kt, o, att_mat(heads, tq, tk), scale);
-                }
-                Attn::EncDecValAtt => {
-                    let v = seq_mat(batch, heads, 2, dim, 1);
-                    bmm(d(tq, dim, tk), x1, att_mat(heads, tq, tk), x0, v, o, out_seq, 1.0);
+    let g = attn_dims(c, which, heads);
+    let plan = plan(g, which, backward);
+    macro_rules! go {
+        ($t:ty, $a:ty) => {{
+            let ins: Vec<&[$t]> = (0..k.n_inputs()).map(|i| k.input::<$t>(i)).collect();
+            let mut outs: Vec<&mut [$t]> = (0..k.n_outputs()).map(|i| k.output::<$t>(i)).collect();
+            if backward {
+                for o in outs.iter_mut() {
+                    o.fill(<$t>::default());
                 }
             }
-        },
-        return Err(internal("interleaved attention: float inputs expected"))
-    );
-    Ok(())
-}
-
-/// Backward of the interleaved attention products: the forward's inputs, then
-/// the output gradient; outputs the input gradients (untouched slots zero).
-pub(crate) fn attn_backward(c: &OpCall, k: &Kernel, which: Attn) -> Result<(), OpFailure> {
-    let heads = num(c, 0)? as usize;
-    let (tq, batch, dim, tk) = attn_dims(c, which, heads);
-    let scale = 1.0 / (dim as f64).sqrt();
-    let dt = k.in_dtype(0);
-    with_float_dtype!(
-        dt,
-        T,
-        {
-            let (x0, x1) = (k.input::<T>(0), k.input::<T>(1));
-            let out_seq = Mat { off: 0, sb: heads * dim, sh: dim, row: batch * heads * dim, col: 1 };
-            let d = |m, n, kk| Dims { batch, heads, m, n, kk };
-            match which {
-                Attn::SelfQk => {
-                    let (g, o) = (x1, k.output::<T>(0));
-                    o.fill(T::default());
-                    let (q, km) = (seq_mat(batch, heads, 3, dim, 0), seq_mat(batch, heads, 3, dim, 1));
-                    let ga = att_mat(heads, tq, tq);
-                    bmm(d(tq, dim, tq), g, ga, x0, km, o, q, scale);
-                    bmm(d(tq, dim, tq), g, ga.t(), x0, q, o, km, scale);
-                }
-                Attn::SelfValAtt => {
-                    let (g, o, oa) = (k.input::<T>(2), k.output::<T>(0), k.output::<T>(1));
-                    o.fill(T::default());
-                    let v = seq_mat(batch, heads, 3, dim, 2);
-                    bmm(d(tq, tq, dim), g, out_seq, x0, v.t(), oa, att_mat(heads, tq, tq), 1.0);
-                    bmm(d(tq, dim, tq), x1, att_mat(heads, tq, tq).t(), g, out_seq, o, v, 1.0);
-                }
-                Attn::EncDecQk => {
-                    let (g, oq, okv) = (k.input::<T>(2), k.output::<T>(0), k.output::<T>(1));
-                    okv.fill(T::default());
-                    let (q, km) = (seq_mat(batch, heads, 1, dim, 0), seq_mat(batch, heads, 2, dim, 0));
-                    let ga = att_mat(heads, tq, tk);
-                    bmm(d(tq, dim, tk), g, ga, x1, km, oq, q, scale);
-                    bmm(d(tk, dim, tq), g, ga.t(), x0, q, okv, km, scale);
-                }
-                Attn::EncDecValAtt => {
-                    let (g, okv, oa) = (k.input::<T>(2), k.output::<T>(0), k.output::<T>(1));
-                    okv.fill(T::default());
-                    let v = seq_mat(batch, heads, 2, dim, 1);
-                    bmm(d(tq, tk, dim), g, out_seq, x0, v.t(), oa, att_mat(heads, tq, tk), 1.0);
-                    bmm(d(tk, dim, tq), x1, att_mat(heads, tq, tk).t(), g, out_seq, okv, v, 1.0);
-                }
+            for p in &plan {
+                run_prod::<$t, $a>(g, p, &ins, &mut *outs[p.c.0]);
             }
-        },
-        return Err(internal("interleaved attention: float inputs expected"))
-    );
+        }};
+    }
+    match k.in_dtype(0) {
+        crate::DType::F32 => go!(f32, f32),
+        crate::DType::F64 => go!(f64, f64),
+        crate::DType::F16 => go!(half::f16, f32),
+        crate::DType::BF16 => go!(half::bf16, f32),
+        _ => return Err(internal("interleaved attention: float inputs expected")),
+    }
     Ok(())
 }
 
@@ -388,10 +418,10 @@ macro_rules! attn_kernels {
     ($( $f:ident $b:ident => $w:ident; )*) => {
         $(
             pub(crate) fn $f(c: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
-                attn_forward(c, k, Attn::$w)
+                attn(c, k, Attn::$w, false)
             }
             pub(crate) fn $b(c: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
-                attn_backward(c, k, Attn::$w)
+                attn(c, k, Attn::$w, true)
             }
         )*
     };

@@ -10,6 +10,7 @@
 
 mod cpu;
 mod rnn;
+mod rnn_cpu;
 #[cfg(test)]
 mod tests;
 
@@ -31,6 +32,9 @@ const REVERSE: usize = 3;
 const DIV_SQRT: usize = 6;
 /// Index of the first interleaved forward; its backward is 4 further on.
 const ATTN: usize = 8;
+/// The fused RNN kernel and its backward.
+const RNN_FUSED: usize = 17;
+const RNN_BWD: usize = 18;
 
 const USE_LEN: ParamDef =
     param("use_sequence_length", K::Bool, Some("False"), "Read per-sequence lengths from `sequence_length`.");
@@ -263,11 +267,36 @@ pub static DEFS: &[OpDef] = &[
         outputs: &["out", "hy", "cy"],
         params: rnn::PARAMS,
         doc: "Fused recurrent layers (rnn_relu, rnn_tanh, lstm, gru) over a (seq, batch, input) sequence with \
-              MXNet's flat parameter vector; composed of engine operators, differentiated through time.",
+              MXNet's flat parameter vector; one fused kernel (`_rnn_fused`) in the common cases, else \
+              composed of engine operators; differentiated through time.",
         infer: Some(rnn::infer),
         forward: rnn::forward,
         grad: Grad::Recorded,
         cpu: KernelSlot::Composite,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_rnn_fused",
+        inputs: &["data", "parameters", "state", "state_cell"],
+        outputs: &["out", "hy", "cy", "workspace"],
+        params: rnn::PARAMS,
+        doc: "The fused recurrent kernel of `RNN` (internal): all layers, directions and steps in one op; \
+              outputs out, hy, [cy] and the workspace its backward reads.",
+        infer: Some(rnn::infer_fused),
+        forward: rnn::forward_fused,
+        grad: Grad::Recorded,
+        cpu: KernelSlot::Call(rnn_cpu::rnn_forward),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_backward_rnn_fused",
+        inputs: &["data", "parameters", "state", "state_cell", "out", "workspace", "d_out", "d_hy", "d_cy"],
+        params: rnn::PARAMS,
+        doc: "Gradient of `_rnn_fused` over the whole sequence (internal).",
+        infer: Some(rnn::infer_backward),
+        forward: rnn::forward_backward,
+        grad: Grad::None("second-order gradients of the fused RNN are not implemented"),
+        cpu: KernelSlot::Call(rnn_cpu::rnn_backward),
         ..OpDef::BASE
     },
 ];

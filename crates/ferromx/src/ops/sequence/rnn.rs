@@ -4,16 +4,23 @@
 //!
 //! Parameters come as MXNet's flat vector: every layer's and direction's
 //! weights first (`i2h`, `h2h`, then `h2r` with a projection), then every
-//! layer's and direction's biases (`i2h`, `h2h`). The operator is composed of
-//! engine operators (one input-projection gemm per layer and direction for all
-//! steps, then one gemm and the gate arithmetic per step), so autograd
-//! differentiates the whole sequence through the recorded steps
-//! (backpropagation through time as composed operators).
+//! layer's and direction's biases (`i2h`, `h2h`).
+//!
+//! The common cases (float32/float64, no projection, no cell clipping, no
+//! per-sequence lengths, no dropout while training) run as one engine op,
+//! `_rnn_fused` (kernels in `rnn_cpu.rs`), whose gradient is one
+//! `_backward_rnn_fused` op over the whole sequence. The rare combinations are
+//! composed of engine operators (one input-projection gemm per layer and
+//! direction for all steps, then one gemm and the gate arithmetic per step), so
+//! autograd differentiates the whole sequence through the recorded steps.
 
-use super::{apply, DEFS, LAST, MASK, REVERSE};
+use super::rnn_cpu::{self, Geo};
+use super::{apply, DEFS, LAST, MASK, REVERSE, RNN_BWD, RNN_FUSED};
+use crate::autograd::{is_training, needs_record, record};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::opdef::{param, Attrs, Invocation, Meta, OpDef, ParamDef, ParamKind as K};
+use crate::opdef::{param, push_call, Attrs, Invocation, Meta, OpCall, OpDef, ParamDef, ParamKind as K};
 use crate::ops::{self, nn, UnaryOp};
 use crate::shape::Shape;
 
@@ -268,11 +275,12 @@ fn check_state(name: &str, what: &str, s: &NDArray, want: &[usize]) -> Result<()
     Ok(())
 }
 
-/// The `RNN` operator's forward.
-pub(super) fn forward(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
+/// The checked inputs of one call: data, parameters, state, [state_cell], [lengths].
+type Ins<'a> = (&'a NDArray, &'a NDArray, &'a NDArray, Option<&'a NDArray>, Option<&'a NDArray>);
+
+/// Checks the inputs of `RNN` (and `_rnn_fused`) against the configuration.
+fn check<'a>(i: &Invocation<'_>, c: &Cfg, ins: &'a [NDArray]) -> Result<Ins<'a>> {
     let name = i.name();
-    let c = cfg(i)?;
-    let ins = i.all();
     let use_len = i.bool("use_sequence_length")?;
     let need = 3 + usize::from(c.mode == Mode::Lstm) + usize::from(use_len);
     if ins.len() != need {
@@ -311,7 +319,140 @@ pub(super) fn forward(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
     if t == 0 {
         return Err(Error::shape(name, &[x.shape()], "the sequence is empty"));
     }
-    let ws = weights(&c, flat, width)?;
+    Ok((x, flat, h0, c0, lens))
+}
+
+/// Whether the call runs as the fused kernel (else it is composed of engine operators).
+fn fusable(c: &Cfg, x: &NDArray, flat: &NDArray, h0: &NDArray, c0: Option<&NDArray>, lens: Option<&NDArray>) -> bool {
+    let dt = x.dtype();
+    matches!(dt, DType::F32 | DType::F64)
+        && [flat, h0].iter().chain(c0.as_ref()).all(|a| a.dtype() == dt)
+        && c.proj.is_none()
+        && c.clip.is_none()
+        && lens.is_none()
+        && !(c.p > 0.0 && c.layers > 1 && is_training())
+}
+
+fn mode_num(m: Mode) -> i64 {
+    match m {
+        Mode::Relu => rnn_cpu::RELU,
+        Mode::Tanh => rnn_cpu::TANH,
+        Mode::Lstm => rnn_cpu::LSTM,
+        Mode::Gru => rnn_cpu::GRU,
+    }
+}
+
+fn geo(c: &Cfg, x: &NDArray) -> Geo {
+    let d = x.dims();
+    Geo { mode: mode_num(c.mode), h: c.hidden, layers: c.layers, dirs: c.dirs, t: d[0], n: d[1], c: d[2] }
+}
+
+/// The fused kernel's call: outputs `out, hy, [cy], workspace`; records one backward
+/// node for the visible outputs.
+fn fused(c: &Cfg, x: &NDArray, flat: &NDArray, h0: &NDArray, c0: Option<&NDArray>) -> Result<Vec<NDArray>> {
+    let g = geo(c, x);
+    let (dt, ctx) = (x.dtype(), x.ctx());
+    let out = NDArray::empty(Shape::new(&[g.t, g.n, g.dirs * g.h]), dt, ctx)?;
+    let mut outs = vec![out, NDArray::empty(h0.shape().clone(), dt, ctx)?];
+    if let Some(c0) = c0 {
+        outs.push(NDArray::empty(c0.shape().clone(), dt, ctx)?);
+    }
+    let ws = NDArray::empty(Shape::new(&[g.ws_len()]), dt, ctx)?;
+    outs.push(ws.clone());
+    let ints = [g.mode, g.h as i64, g.layers as i64, g.dirs as i64];
+    let ins: Vec<&NDArray> = [x, flat, h0].into_iter().chain(c0).collect();
+    let orefs: Vec<&NDArray> = outs.iter().collect();
+    push_call(OpCall::new(&DEFS[RNN_FUSED], &ins, &orefs).with_ints(&ints))?;
+    let visible = &orefs[..orefs.len() - 1];
+    if needs_record(&ins) {
+        let saved: Vec<NDArray> = ins.iter().map(|a| (*a).clone()).collect();
+        let y = outs[0].clone();
+        record(
+            "RNN",
+            &ins,
+            visible,
+            Box::new(move |gr| {
+                let mut bins: Vec<&NDArray> = saved.iter().collect();
+                bins.push(&y);
+                bins.push(&ws);
+                bins.extend(gr.iter());
+                let metas: Vec<Meta> = saved.iter().map(Meta::of).collect();
+                let grads = backward_call(&bins, &ints, &metas)?;
+                Ok(grads.into_iter().map(Some).collect())
+            }),
+        );
+    }
+    Ok(outs)
+}
+
+/// Pushes `_backward_rnn_fused` (inputs as documented in `rnn_cpu.rs`).
+fn backward_call(ins: &[&NDArray], ints: &[i64], metas: &[Meta]) -> Result<Vec<NDArray>> {
+    let grads = metas.iter().map(|m| NDArray::empty(m.shape.clone(), m.dtype, m.ctx)).collect::<Result<Vec<_>>>()?;
+    let gref: Vec<&NDArray> = grads.iter().collect();
+    push_call(OpCall::new(&DEFS[RNN_BWD], ins, &gref).with_ints(ints))?;
+    Ok(grads)
+}
+
+/// The `RNN` operator's forward.
+pub(super) fn forward(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    let c = cfg(i)?;
+    let ins = i.all();
+    let (x, flat, h0, c0, lens) = check(i, &c, &ins)?;
+    if fusable(&c, x, flat, h0, c0, lens) {
+        let mut outs = fused(&c, x, flat, h0, c0)?;
+        outs.pop();
+        if !i.bool("state_outputs")? {
+            outs.truncate(1);
+        }
+        return Ok(outs);
+    }
+    composite(i, &c, x, flat, h0, c0, lens)
+}
+
+/// `_rnn_fused`'s forward (internal): the fused kernel, all outputs including the workspace.
+pub(super) fn forward_fused(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    let c = cfg(i)?;
+    let ins = i.all();
+    let (x, flat, h0, c0, lens) = check(i, &c, &ins)?;
+    if !fusable(&c, x, flat, h0, c0, lens) {
+        return Err(Error::value(
+            i.name(),
+            "supports float32/float64 without projection, clipping, lengths or training dropout (use RNN)",
+        ));
+    }
+    fused(&c, x, flat, h0, c0)
+}
+
+/// `_backward_rnn_fused`'s forward (internal): `ints` from the attributes.
+pub(super) fn forward_backward(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
+    let c = cfg(i)?;
+    let ins = i.all();
+    let lstm = c.mode == Mode::Lstm;
+    let nin = if lstm { 4 } else { 3 };
+    if ins.len() != 2 * nin + 2 {
+        return Err(Error::value(i.name(), format!("expects {} inputs, got {}", 2 * nin + 2, ins.len())));
+    }
+    let g = geo(&c, &ins[0]);
+    let ints = [g.mode, g.h as i64, g.layers as i64, g.dirs as i64];
+    let metas: Vec<Meta> = ins[..nin].iter().map(Meta::of).collect();
+    let refs: Vec<&NDArray> = ins.iter().collect();
+    backward_call(&refs, &ints, &metas)
+}
+
+/// The composed path (projection, clipping, lengths, dropout while training, other dtypes).
+#[allow(clippy::too_many_arguments)]
+fn composite(
+    i: &Invocation<'_>,
+    c: &Cfg,
+    x: &NDArray,
+    flat: &NDArray,
+    h0: &NDArray,
+    c0: Option<&NDArray>,
+    lens: Option<&NDArray>,
+) -> Result<Vec<NDArray>> {
+    let width = x.dims()[2];
+    let nl = c.layers * c.dirs;
+    let ws = weights(c, flat, width)?;
     let mut x = x.clone();
     let (mut hs, mut cs) = (Vec::with_capacity(nl), Vec::with_capacity(nl));
     for l in 0..c.layers {
@@ -320,7 +461,7 @@ pub(super) fn forward(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
             let k = l * c.dirs + d;
             let xin = if d == 0 { x.clone() } else { reverse(&x, lens)? };
             let c0k = c0.map(|s| state_at(s, k)).transpose()?;
-            let (y, h, cell) = run_dir(&c, &ws[k], &xin, state_at(h0, k)?, c0k, lens)?;
+            let (y, h, cell) = run_dir(c, &ws[k], &xin, state_at(h0, k)?, c0k, lens)?;
             outs.push(if d == 0 { y } else { reverse(&y, lens)? });
             hs.push(h);
             cs.extend(cell);
@@ -367,4 +508,42 @@ pub(super) fn infer(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<
         }
     }
     Ok(out)
+}
+
+/// `_rnn_fused`'s outputs from metadata: `out`, `hy`, [`cy`] as `RNN` with
+/// `state_outputs`, then the 1-d workspace.
+pub(super) fn infer_fused(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let mut attrs = a.clone();
+    attrs.0.retain(|(k, _)| k != "state_outputs");
+    attrs.0.push(("state_outputs".into(), crate::opdef::Attr::Bool(true)));
+    let mut out = infer(def, &attrs, ins)?;
+    let p = Invocation::params(def, a);
+    let mode = match p.str("mode")?.as_str() {
+        "rnn_relu" => Mode::Relu,
+        "rnn_tanh" => Mode::Tanh,
+        "lstm" => Mode::Lstm,
+        _ => Mode::Gru,
+    };
+    let d = ins[0].shape.dims();
+    let g = Geo {
+        mode: mode_num(mode),
+        h: p.i64("state_size")?.max(0) as usize,
+        layers: p.i64("num_layers")?.max(1) as usize,
+        dirs: if p.bool("bidirectional")? { 2 } else { 1 },
+        t: d[0],
+        n: d[1],
+        c: d[2],
+    };
+    out.push(Meta { shape: Shape::new(&[g.ws_len()]), ..ins[0].clone() });
+    Ok(out)
+}
+
+/// `_backward_rnn_fused`'s outputs: the gradients of data, parameters and states.
+pub(super) fn infer_backward(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let lstm = Invocation::params(def, a).str("mode")? == "lstm";
+    let n = if lstm { 4 } else { 3 };
+    if ins.len() < n {
+        return Err(Error::value(def.name, format!("expects at least {n} inputs, got {}", ins.len())));
+    }
+    Ok(ins[..n].to_vec())
 }

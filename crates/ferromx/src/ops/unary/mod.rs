@@ -10,6 +10,8 @@ mod cpu;
 #[cfg(test)]
 mod tests;
 
+/// The vectorisable float32 `exp` of the unary kernels (for other families' fused kernels).
+pub(crate) use cpu::exp_core as exp_f32;
 pub(crate) use cpu::run as unary_kernel;
 pub use cpu::unary_scalar;
 
