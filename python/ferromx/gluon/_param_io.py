@@ -1,8 +1,10 @@
 """Reading and writing parameter files.
 
 Files are written in MXNet 1.9.1's binary NDArray format (:mod:`ferromx.serialization`),
-atomically.  Loading accepts that format, the ``.npz`` archives older ferromx versions
-wrote, and NumPy's own ``.npz`` / ``.npy`` files.
+or as safetensors for a name ending in ``.safetensors`` (:mod:`ferromx._safetensors`),
+atomically.  Loading recognises the format by content (magic bytes), whatever the name:
+MXNet's format, safetensors, the ``.npz`` archives older ferromx versions wrote, and
+NumPy's own ``.npz`` / ``.npy`` files.
 """
 
 import os
@@ -10,7 +12,7 @@ import zipfile
 
 import numpy as np
 
-from .. import serialization
+from .. import _safetensors, serialization
 from ..base import MXNetError
 
 __all__ = ["ParameterLoadError", "load_arrays", "name_unnamed", "save_arrays"]
@@ -54,7 +56,11 @@ def _brief_print_list(lst, limit=7):
 
 def save_arrays(filename, arrays):
     """Atomically write ``{name: NDArray or numpy array}`` to ``filename`` in MXNet's
-    ``.params`` format (a temporary file in the same directory, fsync, ``os.replace``)."""
+    ``.params`` format (a temporary file in the same directory, fsync, ``os.replace``), or
+    as safetensors when ``filename`` ends in ``.safetensors``."""
+    if _safetensors.wants_safetensors(filename):
+        _safetensors.save_safetensors(filename, dict(arrays))
+        return
     serialization.save(filename, dict(arrays))
 
 
@@ -81,6 +87,10 @@ def load_arrays(filename):
             return _load_npz(filename)
         if data.startswith(b"\x93NUMPY"):
             return UnnamedArrays([np.load(filename, allow_pickle=False)])
+        if _safetensors.is_safetensors(data, len(data)):
+            # By path: the native reader reads and parses the file with the GIL released.
+            loaded = _safetensors.load_safetensors(filename, np_array=False)
+            return UnnamedArrays(loaded) if isinstance(loaded, list) else loaded
         hosts, names = serialization.loads_host(data, source=f"'{filename}'")
     except (serialization.MXNetFormatError, ValueError, OSError, zipfile.BadZipFile) as err:
         raise ParameterLoadError(
