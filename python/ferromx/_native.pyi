@@ -337,6 +337,11 @@ def load_safetensors(source: Any, ctx: str = "cpu(0)", np: bool = False
     """Loads a safetensors file (path or bytes): (name, array) pairs in file order and the
     metadata; nothing is created unless the whole file is valid."""
 
+def load_mxnet(path: str, ctx: str = "cpu(0)", np: bool = False
+               ) -> tuple[list[NDArray | None], list[str]]:
+    """Loads an MXNet NDArray file natively (mapped copy-on-write, GIL released): arrays
+    (None for none arrays) and names; raises for what it does not handle."""
+
 # -------------------------------------------------------------------- autograd
 def set_recording(on: bool) -> bool: ...
 def set_training(on: bool) -> bool: ...

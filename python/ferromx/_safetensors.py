@@ -16,6 +16,8 @@ stores it) is stored as tensors named ``"0"``, ``"1"``, ... with the metadata en
 a dict.  dtypes: float32/float64/float16/bfloat16/uint8/int8/int32/int64/bool; other
 safetensors dtypes are refused by name.  A corrupt or truncated file raises ``ValueError``
 (an ``MXNetError``) and creates no array; writes are atomic (temporary file, fsync, rename).
+Loading from a path maps the file copy-on-write and the arrays share its pages
+(``FERROMX_MMAP_LOAD=0``: read and copy instead).
 """
 
 import os
@@ -121,6 +123,7 @@ def load_safetensors(source, ctx=None, with_metadata=False, np_array=None):
     """
     from . import _native
     from .context import _ctx_str
+    from .serialization import mmap_enabled
     from .util import is_np_array
 
     if isinstance(source, (bytes, bytearray, memoryview)):
@@ -129,6 +132,9 @@ def load_safetensors(source, ctx=None, with_metadata=False, np_array=None):
         src = os.fspath(source)
         if not os.path.exists(src):
             raise FileNotFoundError(f"load_safetensors: file '{src}' does not exist")
+        if not mmap_enabled():  # read and copy instead of mapping the file
+            with open(src, "rb") as fobj:
+                src = fobj.read()
     if np_array is None:
         np_array = is_np_array()
     pairs, metadata = _native.load_safetensors(src, _ctx_str(ctx), bool(np_array))

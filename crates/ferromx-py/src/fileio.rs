@@ -65,3 +65,26 @@ pub fn load_safetensors(py: Python<'_>, source: &Bound<'_, PyAny>, ctx: &str, np
     }
     Ok((out, file.metadata))
 }
+
+/// Loads an MXNet NDArray file natively (the file mapped copy-on-write, GIL released):
+/// `(arrays with None for MXNet's none arrays, names)`. Raises for anything it does not
+/// handle; the Python reader (`ferromx.serialization`) is the fallback.
+#[pyfunction]
+#[pyo3(signature = (path, ctx="cpu(0)", np=false))]
+pub fn load_mxnet(
+    py: Python<'_>,
+    path: PathBuf,
+    ctx: &str,
+    np: bool,
+) -> PyResult<(Vec<Option<Py<PyND>>>, Vec<String>)> {
+    let c = parse_ctx(ctx)?;
+    let (arrays, names) = py.detach(|| ferromx::fileio::load_mxnet(&path, c)).map_err(to_py_err)?;
+    let mut out = Vec::with_capacity(arrays.len());
+    for a in arrays {
+        out.push(match a {
+            Some(a) => Some(wrap_as(py, a, np)?),
+            None => None,
+        });
+    }
+    Ok((out, names))
+}

@@ -253,6 +253,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fileio::save_safetensors, m)?)?;
     m.add_function(wrap_pyfunction!(fileio::dumps_safetensors, m)?)?;
     m.add_function(wrap_pyfunction!(fileio::load_safetensors, m)?)?;
+    m.add_function(wrap_pyfunction!(fileio::load_mxnet, m)?)?;
     m.add_function(wrap_pyfunction!(copy_to_context, m)?)?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(set_recording, m)?)?;

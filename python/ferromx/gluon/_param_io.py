@@ -81,32 +81,45 @@ def load_arrays(filename):
     if not os.path.exists(filename):
         raise FileNotFoundError(f"Parameter file '{filename}' does not exist")
     with open(filename, "rb") as fobj:
-        data = fobj.read()
+        head = fobj.read(9)
+    size = os.path.getsize(filename)
     try:
+        if _safetensors.is_safetensors(head, size):
+            # By path: the native reader maps the file, the GIL released.
+            loaded = _safetensors.load_safetensors(filename, np_array=False)
+            return UnnamedArrays(loaded) if isinstance(loaded, list) else loaded
+        if serialization.is_mxnet_file(head):
+            fast = serialization.load_native(filename)
+            if fast is not None:
+                values, names = fast
+                _check_no_none(values, filename)
+                return dict(zip(names, values)) if names else UnnamedArrays(values)
+        with open(filename, "rb") as fobj:
+            data = fobj.read()
         if data.startswith(b"PK\x03\x04"):
             return _load_npz(filename)
         if data.startswith(b"\x93NUMPY"):
             return UnnamedArrays([np.load(filename, allow_pickle=False)])
-        if _safetensors.is_safetensors(data, len(data)):
-            # By path: the native reader reads and parses the file with the GIL released.
-            loaded = _safetensors.load_safetensors(filename, np_array=False)
-            return UnnamedArrays(loaded) if isinstance(loaded, list) else loaded
         hosts, names = serialization.loads_host(data, source=f"'{filename}'")
     except (serialization.MXNetFormatError, ValueError, OSError, zipfile.BadZipFile) as err:
         raise ParameterLoadError(
             f"Cannot load parameters from '{filename}': not a valid parameter file "
             f"({type(err).__name__}: {err})"
         ) from err
-    for i, host in enumerate(hosts):
-        if host.value is None:
-            raise ParameterLoadError(
-                f"Cannot load parameters from '{filename}': array {i} has no shape (an "
-                "MXNet 'none' array)"
-            )
+    _check_no_none([h.value for h in hosts], filename)
     values = [serialization.to_ndarray(h) for h in hosts]
     if not names:
         return UnnamedArrays(values)
     return dict(zip(names, values))
+
+
+def _check_no_none(values, filename):
+    for i, value in enumerate(values):
+        if value is None:
+            raise ParameterLoadError(
+                f"Cannot load parameters from '{filename}': array {i} has no shape (an "
+                "MXNet 'none' array)"
+            )
 
 
 def name_unnamed(loaded, names, filename):

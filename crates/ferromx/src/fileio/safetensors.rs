@@ -3,7 +3,7 @@
 //! * **Write**: every array is copied to the host (waiting for pending writes), the file is
 //!   serialized in memory, written to a temporary file in the target's directory, fsynced and
 //!   renamed over the target: a failed save leaves any old file untouched.
-//! * **Read**: the whole file is validated by the crate (header JSON, dtypes, offsets that
+//! * **Read**: the file is mapped copy-on-write (from a path) and the whole file is validated by the crate (header JSON, dtypes, offsets that
 //!   tile the data exactly, total length) and every tensor's dtype is checked before any
 //!   array is created, so a corrupt, truncated or unsupported file yields an error and no
 //!   arrays. Tensors come back in file order (by data offset).
@@ -151,8 +151,30 @@ pub fn load_safetensors_bytes(buf: &[u8], ctx: Context, source: &str) -> Result<
     Ok(SafetensorsFile { tensors, metadata: meta.metadata().clone() })
 }
 
-/// Reads and parses the safetensors file at `path` (see [`load_safetensors_bytes`]).
+/// Loads the safetensors file at `path`: the file is mapped copy-on-write and validated as
+/// in [`load_safetensors_bytes`]; the arrays then share the mapping's pages (a copy only
+/// for data not aligned for its dtype).
 pub fn load_safetensors(path: &Path, ctx: Context) -> Result<SafetensorsFile> {
-    let buf = std::fs::read(path).map_err(|e| Error::value(LOAD, format!("cannot read '{}': {e}", path.display())))?;
-    load_safetensors_bytes(&buf, ctx, &format!("'{}'", path.display()))
+    let map = crate::storage::MappedFile::open(path, LOAD)?;
+    let source = format!("'{}'", path.display());
+    let bad = |msg: String| Error::value(LOAD, format!("invalid safetensors file {source}: {msg}"));
+    let (n, meta) = SafeTensors::read_metadata(map.bytes()).map_err(|e| bad(e.to_string()))?;
+    let mut parsed = Vec::new();
+    for name in meta.offset_keys() {
+        let info = meta.info(&name).ok_or_else(|| bad(format!("tensor '{name}' has no entry")))?;
+        let dt = from_st(info.dtype).ok_or_else(|| {
+            bad(format!(
+                "tensor '{name}' has dtype {:?}, which ferromx does not support (supported: F32, F64, F16, \
+                 BF16, U8, I8, I32, I64, BOOL)",
+                info.dtype
+            ))
+        })?;
+        parsed.push((name, 8 + n + info.data_offsets.0, Shape::new(&info.shape), dt));
+    }
+    let mut tensors = Vec::with_capacity(parsed.len());
+    for (name, off, shape, dt) in parsed {
+        let a = map.array(off, shape, dt, ctx, LOAD).map_err(|e| bad(format!("tensor '{name}': {e}")))?;
+        tensors.push((name, a));
+    }
+    Ok(SafetensorsFile { tensors, metadata: meta.metadata().clone() })
 }
