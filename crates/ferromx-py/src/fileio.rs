@@ -10,6 +10,9 @@ use std::path::PathBuf;
 /// The `(names, arrays)` pairs and metadata that `load_safetensors` returns.
 type Loaded = (Vec<(String, Py<PyND>)>, Option<HashMap<String, String>>);
 
+/// The `(arrays, names)` that `load_mxnet` returns (`None` for MXNet's none arrays).
+type LoadedMxnet = (Vec<Option<Py<PyND>>>, Vec<String>);
+
 /// Saves `arrays` under `names` to the safetensors file `path`, atomically.
 #[pyfunction]
 #[pyo3(signature = (path, names, arrays, metadata=None))]
@@ -71,12 +74,7 @@ pub fn load_safetensors(py: Python<'_>, source: &Bound<'_, PyAny>, ctx: &str, np
 /// handle; the Python reader (`ferromx.serialization`) is the fallback.
 #[pyfunction]
 #[pyo3(signature = (path, ctx="cpu(0)", np=false))]
-pub fn load_mxnet(
-    py: Python<'_>,
-    path: PathBuf,
-    ctx: &str,
-    np: bool,
-) -> PyResult<(Vec<Option<Py<PyND>>>, Vec<String>)> {
+pub fn load_mxnet(py: Python<'_>, path: PathBuf, ctx: &str, np: bool) -> PyResult<LoadedMxnet> {
     let c = parse_ctx(ctx)?;
     let (arrays, names) = py.detach(|| ferromx::fileio::load_mxnet(&path, c)).map_err(to_py_err)?;
     let mut out = Vec::with_capacity(arrays.len());
