@@ -324,6 +324,24 @@ def imencode(data: Any, height: int, width: int, channels: int, ext: str = ".jpg
              quality: int = 95) -> bytes:
     """Encodes (H, W, C) uint8 bytes in RGB order as .jpg or .png (GIL released)."""
 
+def save_safetensors(path: str, names: list[str], arrays: list[NDArray],
+                     metadata: dict[str, str] | None = None) -> None:
+    """Saves named arrays as a safetensors file, atomically (GIL released)."""
+
+def dumps_safetensors(names: list[str], arrays: list[NDArray],
+                      metadata: dict[str, str] | None = None) -> bytes:
+    """The safetensors bytes of named arrays (GIL released)."""
+
+def load_safetensors(source: Any, ctx: str = "cpu(0)", np: bool = False
+                     ) -> tuple[list[tuple[str, NDArray]], dict[str, str] | None]:
+    """Loads a safetensors file (path or bytes): (name, array) pairs in file order and the
+    metadata; nothing is created unless the whole file is valid."""
+
+def load_mxnet(path: str, ctx: str = "cpu(0)", np: bool = False
+               ) -> tuple[list[NDArray | None], list[str]]:
+    """Loads an MXNet NDArray file natively (mapped copy-on-write, GIL released): arrays
+    (None for none arrays) and names; raises for what it does not handle."""
+
 # -------------------------------------------------------------------- autograd
 def set_recording(on: bool) -> bool: ...
 def set_training(on: bool) -> bool: ...

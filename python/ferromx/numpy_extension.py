@@ -44,7 +44,10 @@ nonzero, reshape, shape_array = _extra.nonzero, _extra.reshape, _extra.shape_arr
 
 def save(file, arr):
     """Save an array, a list or a dict of str -> array in MXNet's binary format (V3
-    records, NumPy shape semantics, as MXNet's ``npx.save``).  Needs ``npx.set_np()``."""
+    records, NumPy shape semantics, as MXNet's ``npx.save``).  Needs ``npx.set_np()``.
+
+    A file name ending in ``.safetensors`` writes a safetensors file instead (see
+    :mod:`ferromx._safetensors`)."""
     if not is_np_array():
         raise ValueError(
             "Cannot save `mxnet.numpy.ndarray` in legacy mode. Please activate numpy "
@@ -58,21 +61,31 @@ def save(file, arr):
             raise TypeError("Only accepts dict str->ndarray or list of ndarrays")
     elif isinstance(arr, list) and any(not isinstance(v, _nd.NDArray) for v in arr):
         raise TypeError("Only accepts dict str->ndarray or list of ndarrays")
+    from . import _safetensors
+
+    if _safetensors.wants_safetensors(file):
+        _safetensors.save_safetensors(file, arr)
+        return
     serialization.save(file, arr, np_shape=True)
 
 
 def load(file):
     """Load a file written by :func:`save` (or MXNet's ``npx.save`` / ``nd.save``): a list
-    of arrays, or a dict when the file has names.  Needs ``npx.set_np()``, as in MXNet."""
+    of arrays, or a dict when the file has names.  Needs ``npx.set_np()``, as in MXNet.
+
+    A safetensors file (recognised by its content) loads as a dict (a list when saved
+    from a list)."""
     if not is_np_array():
         raise ValueError(
             "Cannot load `mxnet.numpy.ndarray` in legacy mode. Please activate numpy "
             "semantics by calling `npx.set_np()` in the global scope before calling this "
             "function."
         )
-    from . import serialization
+    from . import _safetensors, serialization
     from .util import _to_np
 
+    if _safetensors.file_is_safetensors(file):
+        return _safetensors.load_safetensors(file, np_array=True)
     return _to_np(serialization.load(file))
 
 

@@ -22,8 +22,11 @@ record that it cannot read back, so ferromx writes such a file as MXNet would un
 ``set_np()`` (MXNet loads it inside ``npx.set_np()`` / ``with mx.util.np_shape(True)``).
 ferromx reads V2 and V3 records whatever the mode.
 
-Reading parses the whole buffer into NumPy arrays first and creates ferromx arrays only
-when everything parsed, so a bad file loads nothing.  Writing goes to a temporary file
+Reading from a path goes first through the native reader (``ferromx::fileio::mxnet``): it
+maps the file copy-on-write and the arrays share its pages (the OS reads a page when it is
+first touched; ``FERROMX_MMAP_LOAD=0`` turns this off).  What it does not handle falls back
+to the Python reader here, which parses the whole buffer into NumPy arrays first and
+creates ferromx arrays only when everything parsed.  Either way a bad file loads nothing.  Writing goes to a temporary file
 in the target directory, is fsynced and then ``os.replace``-d over the target.
 """
 
@@ -279,9 +282,37 @@ def to_ndarray(host, ctx=None):
     return nd.array(host.value, ctx=ctx or cpu(), dtype=host.dtype)
 
 
+def mmap_enabled():
+    """Whether loaders map files copy-on-write (``FERROMX_MMAP_LOAD``, default on)."""
+    return os.environ.get("FERROMX_MMAP_LOAD", "1").strip().lower() not in ("0", "false", "off")
+
+
+def load_native(fname, ctx=None, np_array=False):
+    """``(arrays, names)`` read by the native reader (the file mapped copy-on-write, arrays
+    sharing its pages, the GIL released), or ``None`` when it does not handle the file
+    (sparse or int16/uint16/uint32/uint64 arrays, a corrupt file, mapping disabled by
+    ``FERROMX_MMAP_LOAD=0``): the caller then uses the Python reader, which loads it or
+    raises the precise error."""
+    if not mmap_enabled():
+        return None
+    from . import _native
+    from .context import _ctx_str
+
+    try:
+        arrays, names = _native.load_mxnet(os.fspath(fname), _ctx_str(ctx), bool(np_array))
+    except (MXNetError, ValueError, TypeError, OSError):
+        return None
+    return arrays, names
+
+
 def load(fname, ctx=None):
     """Load an MXNet NDArray file as MXNet's ``nd.load`` does: a list, or a dict when the
-    file has names.  Every array is parsed before any NDArray is created."""
+    file has names.  Every array is parsed before any NDArray is created; the native reader
+    (:func:`load_native`) is tried first."""
+    fast = load_native(fname, ctx)
+    if fast is not None:
+        values, names = fast
+        return dict(zip(names, values)) if names else values
     arrays, names = load_host(fname)
     values = [to_ndarray(h, ctx) for h in arrays]
     if names:

@@ -22,10 +22,12 @@ __all__ = [
     "is_np_array",
     "is_np_default_dtype",
     "is_np_shape",
+    "load_safetensors",
     "np_array",
     "np_shape",
     "np_ufunc_legal_option",
     "reset_np",
+    "save_safetensors",
     "set_module",
     "set_np",
     "set_np_shape",
@@ -330,3 +332,20 @@ def _to_np(x):
     if isinstance(x, dict):
         return {k: _to_np(v) for k, v in x.items()}
     return x
+
+
+def save_safetensors(fname, data, metadata=None):
+    """Save an NDArray, a list or a dict of str -> NDArray as a safetensors file (see
+    :mod:`ferromx._safetensors`), atomically; ``metadata``: optional str -> str header data."""
+    from ._safetensors import save_safetensors as _save
+
+    _save(fname, data, metadata)
+
+
+def load_safetensors(source, ctx=None, with_metadata=False):
+    """Load a safetensors file (path or bytes): a dict name -> array (a list for a file
+    saved from a list); ``with_metadata`` also returns the header's metadata dict.  Arrays
+    are ``ferromx.numpy.ndarray``s under ``npx.set_np()``."""
+    from ._safetensors import load_safetensors as _load
+
+    return _load(source, ctx=ctx, with_metadata=with_metadata)

@@ -216,6 +216,7 @@ def test_bad_name_count(tmp_path):
 
 
 def test_failed_load_creates_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("FERROMX_MMAP_LOAD", "0")  # the Python reader (the native one below)
     made = []
     real = serialization.to_ndarray
     monkeypatch.setattr(serialization, "to_ndarray", lambda *a: made.append(1) or real(*a))
@@ -225,6 +226,53 @@ def test_failed_load_creates_nothing(tmp_path, monkeypatch):
     assert made == []
     nd.load(fixture("dtypes_list.nd"))
     assert len(made) == len(DTYPES)
+
+
+NATIVE_FIXTURES = ["dtypes_dict.nd", "dtypes_list.nd", "empty_legacy.nd", "legacy_v0.nd",
+                   "legacy_v1.nd", "mlp.params", "nothing.nd", "np_shape.nd", "sgd_net.params"]
+
+
+@pytest.mark.parametrize("name", NATIVE_FIXTURES)
+def test_native_reader_matches_python_reader(name, monkeypatch):
+    """The native (mapped) reader gives what the Python reader gives, for MXNet's files."""
+    fast = serialization.load_native(fixture(name))
+    assert fast is not None, name
+    arrays, names = fast
+    hosts, want_names = serialization.load_host(fixture(name))
+    assert names == want_names
+    assert len(arrays) == len(hosts)
+    for got, host in zip(arrays, hosts):
+        if host.value is None:
+            assert got is None
+            continue
+        assert got.shape == host.value.shape
+        assert np.dtype(got.dtype).name == host.dtype or host.dtype == "bfloat16"
+        np.testing.assert_array_equal(got.asnumpy(), host.value)
+
+
+def test_native_reader_refuses_and_python_reader_explains(tmp_path):
+    good = read(fixture("dtypes_list.nd"))
+    for bad in (good[:-20], good[:30], b"\0" * 8 + good[8:], good + b"x"):
+        path = _corrupt(tmp_path, bad)
+        assert serialization.load_native(path) is None
+        with pytest.raises(MXNetError):
+            nd.load(path)
+    # Sparse arrays are the Python reader's business (it names the storage type).
+    assert serialization.load_native(fixture("sparse.nd")) is None
+
+
+def test_mapped_arrays_are_private_copies(tmp_path):
+    """Writing to a loaded array never reaches the file (copy-on-write mapping)."""
+    path = str(tmp_path / "w.params")
+    nd.save(path, {"w": nd.ones((256, 256))})
+    before = read(path)
+    w = nd.load(path)["w"]
+    w[:] = 5
+    w += 1
+    assert float(w.sum().asscalar()) == 6 * 256 * 256
+    assert read(path) == before
+    os.unlink(path)  # the mapping keeps the data alive
+    assert float(w.mean().asscalar()) == 6
 
 
 # ---- atomic writes -----------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 mod convert;
+mod fileio;
 mod glue;
 mod image;
 mod ndarray;
@@ -249,6 +250,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image::imdecode, m)?)?;
     m.add_function(wrap_pyfunction!(image::imdecode_batch, m)?)?;
     m.add_function(wrap_pyfunction!(image::imencode, m)?)?;
+    m.add_function(wrap_pyfunction!(fileio::save_safetensors, m)?)?;
+    m.add_function(wrap_pyfunction!(fileio::dumps_safetensors, m)?)?;
+    m.add_function(wrap_pyfunction!(fileio::load_safetensors, m)?)?;
+    m.add_function(wrap_pyfunction!(fileio::load_mxnet, m)?)?;
     m.add_function(wrap_pyfunction!(copy_to_context, m)?)?;
     m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add_function(wrap_pyfunction!(set_recording, m)?)?;

@@ -1,8 +1,10 @@
 """Reading and writing parameter files.
 
 Files are written in MXNet 1.9.1's binary NDArray format (:mod:`ferromx.serialization`),
-atomically.  Loading accepts that format, the ``.npz`` archives older ferromx versions
-wrote, and NumPy's own ``.npz`` / ``.npy`` files.
+or as safetensors for a name ending in ``.safetensors`` (:mod:`ferromx._safetensors`),
+atomically.  Loading recognises the format by content (magic bytes), whatever the name:
+MXNet's format, safetensors, the ``.npz`` archives older ferromx versions wrote, and
+NumPy's own ``.npz`` / ``.npy`` files.
 """
 
 import os
@@ -10,7 +12,7 @@ import zipfile
 
 import numpy as np
 
-from .. import serialization
+from .. import _safetensors, serialization
 from ..base import MXNetError
 
 __all__ = ["ParameterLoadError", "load_arrays", "name_unnamed", "save_arrays"]
@@ -54,7 +56,11 @@ def _brief_print_list(lst, limit=7):
 
 def save_arrays(filename, arrays):
     """Atomically write ``{name: NDArray or numpy array}`` to ``filename`` in MXNet's
-    ``.params`` format (a temporary file in the same directory, fsync, ``os.replace``)."""
+    ``.params`` format (a temporary file in the same directory, fsync, ``os.replace``), or
+    as safetensors when ``filename`` ends in ``.safetensors``."""
+    if _safetensors.wants_safetensors(filename):
+        _safetensors.save_safetensors(filename, dict(arrays))
+        return
     serialization.save(filename, dict(arrays))
 
 
@@ -75,8 +81,21 @@ def load_arrays(filename):
     if not os.path.exists(filename):
         raise FileNotFoundError(f"Parameter file '{filename}' does not exist")
     with open(filename, "rb") as fobj:
-        data = fobj.read()
+        head = fobj.read(9)
+    size = os.path.getsize(filename)
     try:
+        if _safetensors.is_safetensors(head, size):
+            # By path: the native reader maps the file, the GIL released.
+            loaded = _safetensors.load_safetensors(filename, np_array=False)
+            return UnnamedArrays(loaded) if isinstance(loaded, list) else loaded
+        if serialization.is_mxnet_file(head):
+            fast = serialization.load_native(filename)
+            if fast is not None:
+                values, names = fast
+                _check_no_none(values, filename)
+                return dict(zip(names, values)) if names else UnnamedArrays(values)
+        with open(filename, "rb") as fobj:
+            data = fobj.read()
         if data.startswith(b"PK\x03\x04"):
             return _load_npz(filename)
         if data.startswith(b"\x93NUMPY"):
@@ -87,16 +106,20 @@ def load_arrays(filename):
             f"Cannot load parameters from '{filename}': not a valid parameter file "
             f"({type(err).__name__}: {err})"
         ) from err
-    for i, host in enumerate(hosts):
-        if host.value is None:
-            raise ParameterLoadError(
-                f"Cannot load parameters from '{filename}': array {i} has no shape (an "
-                "MXNet 'none' array)"
-            )
+    _check_no_none([h.value for h in hosts], filename)
     values = [serialization.to_ndarray(h) for h in hosts]
     if not names:
         return UnnamedArrays(values)
     return dict(zip(names, values))
+
+
+def _check_no_none(values, filename):
+    for i, value in enumerate(values):
+        if value is None:
+            raise ParameterLoadError(
+                f"Cannot load parameters from '{filename}': array {i} has no shape (an "
+                "MXNet 'none' array)"
+            )
 
 
 def name_unnamed(loaded, names, filename):

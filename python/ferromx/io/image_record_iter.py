@@ -46,8 +46,8 @@ class ImageRecordIter(DataIter):
         c = data_shape[0]
         mean = [mean_r, mean_g, mean_b][:c]
         std = [std_r, std_g, std_b][:c]
-        self._mean = nd.array(mean).reshape((c, 1, 1))
-        self._scale_std = nd.array([scale / s for s in std]).reshape((c, 1, 1))
+        self._mean = nd.array(mean).reshape((1, c, 1, 1))
+        self._scale_std = nd.array([scale / s for s in std]).reshape((1, c, 1, 1))
         self._rng = random.Random(seed)
         self.provide_data = [(data_name, (batch_size,) + self.data_shape)]
         self.provide_label = [(label_name, (batch_size, label_width) if label_width > 1
@@ -79,8 +79,7 @@ class ImageRecordIter(DataIter):
         img = nd.image.crop(img, x0, y0, w, h)
         if self.rand_mirror and self._rng.random() < 0.5:
             img = nd.image.flip_left_right(img)
-        chw = nd.transpose(img, axes=(2, 0, 1)).astype("float32")
-        return (chw - self._mean) * self._scale_std
+        return img
 
     def next(self):
         """The next ``DataBatch``; the last one wraps around (``pad`` counts the extra)."""
@@ -97,10 +96,11 @@ class ImageRecordIter(DataIter):
             labels.append(lab[: self.label_width] if self.label_width > 1 else lab[:1])
             bufs.append(payload)
         flag = 1 if self.data_shape[0] == 3 else 0
-        imgs = []
-        for s in range(0, len(bufs), self.preprocess_threads * 4):
-            imgs += _native.imdecode_batch(bufs[s:s + self.preprocess_threads * 4], flag, True)
-        data = nd.stack(*[self._augment(im) for im in imgs])
+        imgs = _native.imdecode_batch(bufs, flag, True)  # parallel, the GIL released
+        # Crops and flips per image (uint8 HWC); layout, cast and normalisation once per batch.
+        hwc = nd.stack(*[self._augment(im) for im in imgs])
+        chw = nd.transpose(hwc, axes=(0, 3, 1, 2)).astype("float32")
+        data = (chw - self._mean) * self._scale_std
         if self.dtype != "float32":
             data = data.astype(self.dtype)
         label = nd.array(np.stack(labels).reshape(self.provide_label[0][1]))

@@ -6,6 +6,8 @@ This module adds the hand-written helpers where MXNet's Python layer does more
 than call one operator (creation routines, ``split``, ``pad``, file I/O).
 """
 
+import os
+
 import numpy as np
 
 from .. import _native, _op_gen
@@ -300,13 +302,18 @@ def load(fname):
     """Loads arrays saved by :func:`save` or by MXNet: a list, or a dict when the file
     has names (MXNet's binary NDArray format, see :mod:`ferromx.serialization`).
 
+    A safetensors file (recognised by its content) loads as a dict, or as a list when it
+    was saved from a list (see :mod:`ferromx._safetensors`).
+
     Note: files written by older ferromx versions (NumPy ``.npz`` archives, recognised by
     the zip magic) still load, as do ``.npy`` files (a list of one array).
     """
-    from .. import serialization
+    from .. import _safetensors, serialization
 
     with open(fname, "rb") as f:
-        head = f.read(8)
+        head = f.read(9)
+    if _safetensors.is_safetensors(head, os.path.getsize(fname)):
+        return _safetensors.load_safetensors(fname, np_array=False)
     if head.startswith(b"PK\x03\x04"):  # ferromx < MXNet-format: an .npz archive
         with np.load(fname, allow_pickle=False) as f:
             keys = list(f.keys())
@@ -322,9 +329,15 @@ def load(fname):
 
 def save(fname, data):
     """Saves an NDArray, a list or a dict of str -> NDArray in MXNet's binary format
-    (readable by MXNet's ``nd.load``), atomically."""
-    from .. import serialization
+    (readable by MXNet's ``nd.load``), atomically.
 
+    A file name ending in ``.safetensors`` writes a safetensors file instead (see
+    :mod:`ferromx._safetensors`)."""
+    from .. import _safetensors, serialization
+
+    if _safetensors.wants_safetensors(fname):
+        _safetensors.save_safetensors(fname, data)
+        return
     serialization.save(fname, data)
 
 

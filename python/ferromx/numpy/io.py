@@ -4,7 +4,8 @@ MXNet 1.9.1's ``mx.np`` has no such functions (they arrived with MXNet 2.0); the
 NumPy (and MXNet 2.0): ``save`` writes one array as ``.npy``, ``savez`` several as an
 uncompressed ``.npz``, and ``load`` returns an array for ``.npy`` and a dict of arrays for
 ``.npz``.  Arrays go through host (NumPy) copies; ``bfloat16`` is stored as float32.
-Writes to a path are atomic.  ``load`` also reads MXNet NDArray files (``npx.save``).
+Writes to a path are atomic.  ``load`` also reads MXNet NDArray files (``npx.save``)
+and safetensors files.
 """
 
 import io
@@ -13,6 +14,7 @@ import os
 import numpy as _onp
 
 from .. import ndarray as _nd
+from .. import _safetensors as _st
 from .. import serialization as _ser
 
 __all__ = ["genfromtxt", "load", "save", "savez"]
@@ -64,7 +66,8 @@ def savez(file, *args, **kwds):
 
 def load(file):
     """Load a ``.npy`` file (an array), a ``.npz`` file (a dict of arrays) or an MXNet
-    NDArray file (a list or dict, as ``npx.load``).  Pickled objects are refused."""
+    NDArray file (a list or dict, as ``npx.load``) or a safetensors file (a dict).  Pickled
+    objects are refused."""
     if hasattr(file, "read"):
         data = file.read()
         source = "<file object>"
@@ -78,6 +81,8 @@ def load(file):
         return {name: _to_device(v) for name, v in values.items()}
     if data.startswith(b"\x93NUMPY"):
         return _to_device(_onp.load(io.BytesIO(data), allow_pickle=False))
+    if _st.is_safetensors(data, len(data)):
+        return _st.load_safetensors(data, np_array=True)
     if _ser.is_mxnet_file(data):
         hosts, names = _ser.loads_host(data, source=source)
         values = [_ser.to_ndarray(h) for h in hosts]

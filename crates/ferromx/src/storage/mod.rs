@@ -5,6 +5,7 @@
 mod backend;
 mod fanout;
 mod gemm;
+mod mapped;
 mod pool;
 mod raw;
 mod simd;
@@ -12,6 +13,7 @@ mod simd;
 pub use backend::{backend_for, Backend, Host};
 pub use fanout::fanout;
 pub use gemm::{matmul, matmul_seq, GemmElem};
+pub use mapped::MappedFile;
 pub use pool::{pool_stats, release_pool, PoolStats};
 pub use raw::{call_site, set_call_site, Kernel};
 pub(crate) use raw::{push_copy_out, push_kernel, push_op_call, Chunk, View};

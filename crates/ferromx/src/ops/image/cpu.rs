@@ -471,6 +471,61 @@ fn separable<T: Elem>(x: &[T], [h, w, ch]: [usize; 3], o: &mut [T], tx: &Taps, t
     }
 }
 
+/// [`separable`]'s uint8 fixed-point path in integers (the same arithmetic, bit for bit):
+/// 11-bit weights quantised once, only the source rows some output row reads.
+fn separable_u8(x: &[u8], [h, w, ch]: [usize; 3], o: &mut [u8], tx: &Taps, ty: &Taps) {
+    let ow = tx.idx.len() / tx.k;
+    let row_len = ow * ch;
+    let q = |v: f64| ((v as f32) * 2048.0).round_ties_even() as i64;
+    let wx: Vec<i64> = tx.w.iter().map(|&v| q(v)).collect();
+    let wy: Vec<i64> = ty.w.iter().map(|&v| q(v)).collect();
+    let offs: Vec<usize> = tx.idx.iter().map(|&i| i * ch).collect();
+    let mut needed = vec![false; h];
+    for &r in &ty.idx {
+        needed[r] = true;
+    }
+    let mut rows: Vec<i64> = vec![0; h * row_len];
+    for r in (0..h).filter(|&r| needed[r]) {
+        let src = &x[r * w * ch..(r + 1) * w * ch];
+        let dst = &mut rows[r * row_len..(r + 1) * row_len];
+        for d in 0..ow {
+            let (taps, ws) = (&offs[d * tx.k..(d + 1) * tx.k], &wx[d * tx.k..(d + 1) * tx.k]);
+            for cc in 0..ch {
+                dst[d * ch + cc] = taps.iter().zip(ws).map(|(&t, &wt)| src[t + cc] as i64 * wt).sum();
+            }
+        }
+    }
+    let hi = |sv: i64, b: i64| ((sv >> 4).clamp(-32768, 32767) * b) >> 16;
+    for (d, orow) in o.chunks_mut(row_len).enumerate() {
+        if ty.k == 2 {
+            let (r0, r1) = (ty.idx[d * 2] * row_len, ty.idx[d * 2 + 1] * row_len);
+            let (b0, b1) = (wy[d * 2], wy[d * 2 + 1]);
+            let (s0, s1) = (&rows[r0..r0 + row_len], &rows[r1..r1 + row_len]);
+            for ((v, &a), &b) in orow.iter_mut().zip(s0).zip(s1) {
+                *v = ((hi(a, b0) + hi(b, b1) + 2) >> 2).clamp(0, 255) as u8;
+            }
+        } else {
+            for (i, v) in orow.iter_mut().enumerate() {
+                let s: i64 = (0..ty.k).map(|j| rows[ty.idx[d * ty.k + j] * row_len + i] * wy[d * ty.k + j]).sum();
+                *v = ((s + (1 << 21)) >> 22).clamp(0, 255) as u8;
+            }
+        }
+    }
+}
+
+/// [`resize_image`] for uint8 images: the fixed-point interpolations take the integer path.
+pub fn resize_image_u8(x: &[u8], [h, w, ch]: [usize; 3], o: &mut [u8], [oh, ow]: [usize; 2], mode: Interp) {
+    let (scale_x, scale_y) = (w as f64 / ow as f64, h as f64 / oh as f64);
+    let fast = (scale_x - scale_x.round()).abs() < f64::EPSILON && (scale_y - scale_y.round()).abs() < f64::EPSILON;
+    let area_like =
+        mode == Interp::Area || (mode == Interp::Linear && fast && scale_x.round() == 2.0 && scale_y.round() == 2.0);
+    if mode == Interp::Nearest || (area_like && scale_x >= 1.0 && scale_y >= 1.0) || mode == Interp::Area {
+        resize_image(x, [h, w, ch], o, [oh, ow], mode);
+        return;
+    }
+    separable_u8(x, [h, w, ch], o, &interp_taps(w, ow, mode), &interp_taps(h, oh, mode));
+}
+
 /// A float result stored as `T`: ints round half to even and saturate (OpenCV).
 fn store<T: Elem>(s: f64) -> T {
     match T::DTYPE {
@@ -529,9 +584,20 @@ pub fn resize_kernel(c: &OpCall, k: &Kernel) -> KResult {
     let [_, h, w, ch, oh, ow] = [0, 1, 2, 3, 4, 5].map(|i| usz(c, i));
     let mode =
         Interp::from_code(c.def.name, c.nums[6] as i64).map_err(|e| OpFailure::new(ErrorKind::Value, e.to_string()))?;
+    let (img, oimg) = (h * w * ch, oh * ow * ch);
+    if k.in_dtype(0) == DType::U8 {
+        let (x, o) = (k.input::<u8>(0), k.output::<u8>(0));
+        crate::ops::par::chunked(o, oimg.max(1), |start, oc| {
+            let b0 = start / oimg.max(1);
+            for (bi, ob) in oc.chunks_mut(oimg.max(1)).enumerate() {
+                let b = b0 + bi;
+                resize_image_u8(&x[b * img..(b + 1) * img], [h, w, ch], ob, [oh, ow], mode);
+            }
+        });
+        return Ok(());
+    }
     with_dtype!(k.in_dtype(0), T, {
         let (x, o) = (k.input::<T>(0), k.output::<T>(0));
-        let (img, oimg) = (h * w * ch, oh * ow * ch);
         crate::ops::par::chunked(o, oimg.max(1), |start, oc| {
             let b0 = start / oimg.max(1);
             for (bi, ob) in oc.chunks_mut(oimg.max(1)).enumerate() {

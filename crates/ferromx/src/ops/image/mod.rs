@@ -20,7 +20,7 @@ use crate::opdef::{
 };
 use crate::shape::Shape;
 
-pub use cpu::{resize_image, Interp};
+pub use cpu::{resize_image, resize_image_u8, Interp};
 
 /// `(batch, height, width, channels)` of an HWC or NHWC image, checked.
 fn nhwc(op: &str, s: &Shape, batch_ok: bool) -> Result<(usize, usize, usize, usize)> {

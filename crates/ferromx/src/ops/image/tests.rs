@@ -1,6 +1,6 @@
 //! Unit tests of the image family.
 
-use super::cpu::{resize_image, Interp};
+use super::cpu::{resize_image, resize_image_u8, Interp};
 use super::DEFS;
 use crate::opdef::{invoke, Attr, Attrs};
 use crate::{Context, NDArray, Shape};
@@ -87,4 +87,25 @@ fn random_ops_are_reproducible_after_seeding() {
     crate::ops::random::seed(7, None);
     let b: Vec<u8> = call("_image_random_brightness", &x, attrs()).and_then(|y| y.to_vec()).expect("b");
     assert_eq!(a, b);
+}
+
+#[test]
+fn resize_u8_integer_path_matches_the_generic_one() {
+    // The uint8 integer path must give the generic fixed-point result bit for bit.
+    let mut seed = 7u64;
+    for &(h, w, oh, ow, ch) in &[(375, 500, 224, 224, 3), (37, 50, 80, 61, 3), (9, 7, 4, 4, 1), (20, 20, 10, 10, 3)] {
+        let x: Vec<u8> = (0..h * w * ch)
+            .map(|_| {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                (seed >> 56) as u8
+            })
+            .collect();
+        for mode in [Interp::Linear, Interp::Cubic, Interp::Nearest, Interp::Area] {
+            let mut a = vec![0u8; oh * ow * ch];
+            let mut b = vec![0u8; oh * ow * ch];
+            resize_image(&x, [h, w, ch], &mut a, [oh, ow], mode);
+            resize_image_u8(&x, [h, w, ch], &mut b, [oh, ow], mode);
+            assert_eq!(a, b, "{h}x{w} -> {oh}x{ow} ({mode:?})");
+        }
+    }
 }
