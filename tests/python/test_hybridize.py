@@ -2,6 +2,7 @@
 graph (outputs, autograd, parameter updates), going back to eager, trace-time errors."""
 
 import time
+import warnings
 
 import ferromx as mx
 import numpy as np
@@ -203,3 +204,20 @@ def test_untraceable_block_falls_back_to_eager_with_a_warning():
         out = net(nd.zeros((2,)))
     np.testing.assert_array_equal(out.asnumpy(), [1.0, 1.0])
     np.testing.assert_array_equal(net(nd.zeros((2,))).asnumpy(), [1.0, 1.0])
+
+
+def test_strided_convolution_block_traces_without_falling_back():
+    # Backward shape inference must not guess a strided convolution's input size
+    # (32 and 31 both give 16 with kernel 3, stride 2, pad 1).
+    net = gluon.nn.HybridSequential()
+    net.add(gluon.nn.Conv2D(4, 3, strides=2, padding=1), gluon.nn.BatchNorm(),
+            gluon.nn.Conv2D(2, 3, strides=2, padding=1))
+    net.initialize()
+    x = nd.array(np.random.default_rng(0).uniform(size=(2, 3, 32, 32)))
+    eager = net(x).asnumpy()
+    net.hybridize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = net(x)
+    assert out.shape == (2, 2, 8, 8)
+    np.testing.assert_allclose(out.asnumpy(), eager, rtol=1e-5, atol=1e-6)

@@ -426,7 +426,9 @@ def _conv_back(a, ins, outs):
     dilate = _tuple(a, "dilate", (1,) * n) or (1,) * n
     pad = _tuple(a, "pad", (0,) * n) or (0,) * n
     c = ins[0][1] if ins[0] is not None and len(ins[0]) > 1 else 0
-    spatial = tuple((o - 1) * stride[i] + dilate[i] * (kernel[i] - 1) + 1 - 2 * pad[i] if o else 0
+    # With a stride above 1 several input sizes give the same output: leave it unknown.
+    spatial = tuple((o - 1) * stride[i] + dilate[i] * (kernel[i] - 1) + 1 - 2 * pad[i]
+                    if o and stride[i] == 1 else 0
                     for i, o in enumerate(out[2:]))
     return {0: (out[0], c) + spatial}
 

@@ -5,6 +5,8 @@
 ``Swish`` with ``beta=1``), each one ``LeakyReLU`` / ``sigmoid`` operator call.
 """
 
+import math
+
 from ... import initializer
 from ..block import HybridBlock
 from .basic_layers import Activation, LeakyReLU
@@ -70,13 +72,33 @@ class SELU(HybridBlock):
 
 
 class GELU(HybridBlock):
-    """Gaussian error linear unit (Hendrycks and Gimpel, 2016): ``x * Phi(x)``."""
+    """Gaussian error linear unit (Hendrycks and Gimpel, 2016): ``x * Phi(x)``.
+
+    ``approximation='erf'`` (the default, and MXNet 1.9.1's only form) is exact;
+    ``'tanh'`` is ``0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))``, MXNet 2.0's
+    ``approximation='tanh'`` (MXNet 1.9.1's ``GELU`` takes no such argument).
+    """
+
+    _TANH_SCALE = math.sqrt(2.0 / math.pi)
+
+    def __init__(self, approximation="erf", **kwargs):
+        if approximation not in ("erf", "tanh"):
+            raise ValueError(
+                f"GELU: approximation must be 'erf' or 'tanh', got {approximation!r}"
+            )
+        super().__init__(**kwargs)
+        self._approximation = approximation
 
     def hybrid_forward(self, F, x):
-        return F.LeakyReLU(x, act_type="gelu")
+        if self._approximation == "erf":
+            return F.LeakyReLU(x, act_type="gelu")
+        inner = (x + 0.044715 * x * x * x) * self._TANH_SCALE
+        return 0.5 * x * (1.0 + F.tanh(inner))
 
     def __repr__(self):
-        return type(self).__name__
+        if self._approximation == "erf":
+            return type(self).__name__
+        return f"{type(self).__name__}(approximation={self._approximation!r})"
 
 
 class Swish(HybridBlock):

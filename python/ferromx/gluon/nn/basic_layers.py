@@ -10,7 +10,7 @@ from ... import ndarray as nd
 from ..block import Block, HybridBlock, HybridSequential, Sequential
 
 # MXNet defines its normalization layers in this module; keep them importable from here.
-from .norm_layers import BatchNorm, BatchNormReLU, GroupNorm, InstanceNorm
+from .norm_layers import BatchNorm, BatchNormReLU, GroupNorm, InstanceNorm, _affine
 
 __all__ = [
     "Activation",
@@ -270,20 +270,7 @@ class LayerNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get(
-            "gamma",
-            grad_req="write" if scale else "null",
-            shape=(in_channels,),
-            init=gamma_initializer,
-            allow_deferred_init=True,
-        )
-        self.beta = self.params.get(
-            "beta",
-            grad_req="write" if center else "null",
-            shape=(in_channels,),
-            init=beta_initializer,
-            allow_deferred_init=True,
-        )
+        _affine(self, (in_channels,), center, scale, beta_initializer, gamma_initializer)
 
     def infer_shape(self, x, *args):
         """Set gamma and beta's size from ``x.shape[axis]``."""

@@ -37,6 +37,24 @@ def _check_channels(block, x, axis, param):
         )
 
 
+def _affine(block, shape, center, scale, beta_initializer, gamma_initializer,
+            mark_differentiable=False):
+    """Registers ``gamma`` (learned when ``scale``) and ``beta`` (when ``center``) of shape
+    ``shape`` on ``block``: the parameter setup the normalization layers share
+    (``mark_differentiable`` also marks a fixed one non-differentiable, as batch norm does)."""
+    for name, learned, init in (("gamma", scale, gamma_initializer),
+                                ("beta", center, beta_initializer)):
+        extra = {"differentiable": learned} if mark_differentiable else {}
+        setattr(block, name, block.params.get(
+            name,
+            grad_req="write" if learned else "null",
+            shape=shape,
+            init=init,
+            allow_deferred_init=True,
+            **extra,
+        ))
+
+
 class _BatchNorm(HybridBlock):
     """Shared implementation of :class:`BatchNorm` and :class:`SyncBatchNorm`."""
 
@@ -67,22 +85,8 @@ class _BatchNorm(HybridBlock):
         if in_channels != 0:
             self.in_channels = in_channels
         shape = (in_channels,)
-        self.gamma = self.params.get(
-            "gamma",
-            grad_req="write" if scale else "null",
-            shape=shape,
-            init=gamma_initializer,
-            allow_deferred_init=True,
-            differentiable=scale,
-        )
-        self.beta = self.params.get(
-            "beta",
-            grad_req="write" if center else "null",
-            shape=shape,
-            init=beta_initializer,
-            allow_deferred_init=True,
-            differentiable=center,
-        )
+        _affine(self, shape, center, scale, beta_initializer, gamma_initializer,
+                mark_differentiable=True)
         self.running_mean = self.params.get(
             "running_mean",
             grad_req="null",
@@ -148,36 +152,6 @@ class BatchNorm(_BatchNorm):
     in_channels : int
         Channels; 0 infers them at the first forward pass.
     """
-
-    def __init__(
-        self,
-        axis=1,
-        momentum=0.9,
-        epsilon=1e-5,
-        center=True,
-        scale=True,
-        use_global_stats=False,
-        beta_initializer="zeros",
-        gamma_initializer="ones",
-        running_mean_initializer="zeros",
-        running_variance_initializer="ones",
-        in_channels=0,
-        **kwargs,
-    ):
-        super().__init__(
-            axis=axis,
-            momentum=momentum,
-            epsilon=epsilon,
-            center=center,
-            scale=scale,
-            use_global_stats=use_global_stats,
-            beta_initializer=beta_initializer,
-            gamma_initializer=gamma_initializer,
-            running_mean_initializer=running_mean_initializer,
-            running_variance_initializer=running_variance_initializer,
-            in_channels=in_channels,
-            **kwargs,
-        )
 
 
 class SyncBatchNorm(_BatchNorm):
@@ -252,20 +226,7 @@ class InstanceNorm(HybridBlock):
         self._kwargs = {"eps": epsilon, "axis": axis, "center": center, "scale": scale}
         self._axis = axis
         self._epsilon = epsilon
-        self.gamma = self.params.get(
-            "gamma",
-            grad_req="write" if scale else "null",
-            shape=(in_channels,),
-            init=gamma_initializer,
-            allow_deferred_init=True,
-        )
-        self.beta = self.params.get(
-            "beta",
-            grad_req="write" if center else "null",
-            shape=(in_channels,),
-            init=beta_initializer,
-            allow_deferred_init=True,
-        )
+        _affine(self, (in_channels,), center, scale, beta_initializer, gamma_initializer)
 
     def infer_shape(self, x, *args):
         """Set the channel count from ``x.shape[axis]``."""
@@ -325,20 +286,7 @@ class GroupNorm(HybridBlock):
         self._epsilon = epsilon
         self._center = center
         self._scale = scale
-        self.gamma = self.params.get(
-            "gamma",
-            grad_req="write" if scale else "null",
-            shape=(num_groups,),
-            init=gamma_initializer,
-            allow_deferred_init=True,
-        )
-        self.beta = self.params.get(
-            "beta",
-            grad_req="write" if center else "null",
-            shape=(num_groups,),
-            init=beta_initializer,
-            allow_deferred_init=True,
-        )
+        _affine(self, (num_groups,), center, scale, beta_initializer, gamma_initializer)
 
     def hybrid_forward(self, F, data, gamma, beta):
         channels = _check_axis(self, data, 1)
@@ -359,36 +307,6 @@ class GroupNorm(HybridBlock):
 class BatchNormReLU(_BatchNorm):
     """:class:`BatchNorm` followed by ReLU (MXNet fuses the two in one operator; the
     result is the same). Arguments as :class:`BatchNorm`."""
-
-    def __init__(
-        self,
-        axis=1,
-        momentum=0.9,
-        epsilon=1e-5,
-        center=True,
-        scale=True,
-        use_global_stats=False,
-        beta_initializer="zeros",
-        gamma_initializer="ones",
-        running_mean_initializer="zeros",
-        running_variance_initializer="ones",
-        in_channels=0,
-        **kwargs,
-    ):
-        super().__init__(
-            axis=axis,
-            momentum=momentum,
-            epsilon=epsilon,
-            center=center,
-            scale=scale,
-            use_global_stats=use_global_stats,
-            beta_initializer=beta_initializer,
-            gamma_initializer=gamma_initializer,
-            running_mean_initializer=running_mean_initializer,
-            running_variance_initializer=running_variance_initializer,
-            in_channels=in_channels,
-            **kwargs,
-        )
 
     def hybrid_forward(self, F, x, gamma, beta, running_mean, running_var):
         out = super().hybrid_forward(F, x, gamma, beta, running_mean, running_var)

@@ -83,9 +83,42 @@ fn for_blocks<T: Send>(out: &mut [T], per: usize, flops_per_sample: usize, f: &(
     });
 }
 
-/// Fills `col` (rows `c, kd, kh, kw`; columns the output positions) from one
-/// group of one sample `x` (`cg × D × H × W`).
-fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T]) {
+/// A gemm sees at least this many columns: samples with small output planes
+/// are batched side by side in one column matrix.
+const MIN_COLS: usize = 512;
+/// A batched column buffer stays under this many elements.
+const MAX_COL_ELEMS: usize = 1 << 22;
+
+/// Samples per gemm for this geometry (1 when one sample's plane is wide enough).
+fn batch(g: &Geom) -> usize {
+    let op = g.op().max(1);
+    let by_mem = (MAX_COL_ELEMS / (g.rows() * op).max(1)).max(1);
+    MIN_COLS.div_ceil(op).min(by_mem).min(g.n.max(1))
+}
+
+/// Copies channels `c0..c0 + cn` of samples `s0..s0 + nb` (each `ch × plane`)
+/// from `src` into `dst` as a `cn × (nb · plane)` matrix.
+#[allow(clippy::too_many_arguments)]
+fn gather<T: Copy>(src: &[T], s0: usize, nb: usize, ch: usize, c0: usize, cn: usize, plane: usize, dst: &mut [T]) {
+    let ld = nb * plane;
+    for j in 0..nb {
+        for c in 0..cn {
+            dst[c * ld + j * plane..][..plane].copy_from_slice(&src[((s0 + j) * ch + c0 + c) * plane..][..plane]);
+        }
+    }
+}
+
+/// The range of output columns `lo..hi` whose input column `xo + off` lies in
+/// `0..iw` for a stride-1 row, and the input column of `lo`.
+fn span(off: isize, ow: usize, iw: usize) -> (usize, usize, usize) {
+    let lo = (-off).clamp(0, ow as isize) as usize;
+    let hi = (iw as isize - off).clamp(lo as isize, ow as isize) as usize;
+    (lo, hi, (lo as isize + off).max(0) as usize)
+}
+
+/// Fills `col` (rows `c, kd, kh, kw` at stride `ld`; columns the output
+/// positions) from one group of one sample `x` (`cg × D × H × W`).
+fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T], ld: usize) {
     let [id, ih, iw] = g.ind;
     let [od, oh, ow] = g.outd;
     let p = od * oh * ow;
@@ -96,7 +129,7 @@ fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T]) {
         for kd in 0..g.k[0] {
             for kh in 0..g.k[1] {
                 for kw in 0..g.k[2] {
-                    let row = &mut col[r * p..(r + 1) * p];
+                    let row = &mut col[r * ld..r * ld + p];
                     r += 1;
                     let off_w = (kw * g.d[2]) as isize - g.p[2] as isize;
                     let mut idx = 0;
@@ -117,10 +150,8 @@ fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T]) {
                             }
                             let xrow = &xc[(zi as usize * ih + yi as usize) * iw..][..iw];
                             if g.s[2] == 1 {
-                                let lo = (-off_w).clamp(0, ow as isize) as usize;
-                                let hi = (iw as isize - off_w).clamp(lo as isize, ow as isize) as usize;
+                                let (lo, hi, s0) = span(off_w, ow, iw);
                                 dst[..lo].fill(zero);
-                                let s0 = (lo as isize + off_w) as usize;
                                 dst[lo..hi].copy_from_slice(&xrow[s0..s0 + hi - lo]);
                                 dst[hi..].fill(zero);
                             } else {
@@ -137,8 +168,9 @@ fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T]) {
     }
 }
 
-/// Adds `col` back into one group of one sample's input gradient `dx` (the adjoint of [`im2col`]).
-fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T]) {
+/// Adds `col` (rows at stride `ld`) back into one group of one sample's input
+/// gradient `dx` (the adjoint of [`im2col`]).
+fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T], ld: usize) {
     let [id, ih, iw] = g.ind;
     let [od, oh, ow] = g.outd;
     let p = od * oh * ow;
@@ -148,7 +180,7 @@ fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T]) {
         for kd in 0..g.k[0] {
             for kh in 0..g.k[1] {
                 for kw in 0..g.k[2] {
-                    let row = &col[r * p..(r + 1) * p];
+                    let row = &col[r * ld..r * ld + p];
                     r += 1;
                     let off_w = (kw * g.d[2]) as isize - g.p[2] as isize;
                     for z in 0..od {
@@ -163,10 +195,17 @@ fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T]) {
                             }
                             let src = &row[(z * oh + y) * ow..][..ow];
                             let xrow = &mut xc[(zi as usize * ih + yi as usize) * iw..][..iw];
-                            for (xo, &v) in src.iter().enumerate() {
-                                let xi = (xo * g.s[2]) as isize + off_w;
-                                if (0..iw as isize).contains(&xi) {
-                                    xrow[xi as usize] += v;
+                            if g.s[2] == 1 {
+                                let (lo, hi, s0) = span(off_w, ow, iw);
+                                for (d, &v) in xrow[s0..s0 + hi - lo].iter_mut().zip(&src[lo..hi]) {
+                                    *d += v;
+                                }
+                            } else {
+                                for (xo, &v) in src.iter().enumerate() {
+                                    let xi = (xo * g.s[2]) as isize + off_w;
+                                    if (0..iw as isize).contains(&xi) {
+                                        xrow[xi as usize] += v;
+                                    }
                                 }
                             }
                         }
@@ -177,42 +216,54 @@ fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T]) {
     }
 }
 
-/// `out = conv(x, w) [+ bias]` for all samples.
+/// `out = conv(x, w) [+ bias]` for all samples. Samples whose output planes
+/// are small share one column matrix and one gemm ([`batch`]).
 pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T]) {
     let (cg, og, rows, ip, op) = (g.cg(), g.og(), g.rows(), g.ip(), g.op());
-    let pointwise = g.pointwise();
+    let nbmax = batch(g);
+    let direct = nbmax == 1 && g.pointwise();
     let flops = 2 * g.o * op * rows;
     for_blocks(out, g.o * op, flops, &|first, block, par| {
-        let mut col = if pointwise { Vec::new() } else { vec![T::zero(); rows * op] };
-        for (j, out_n) in block.chunks_mut(g.o * op).enumerate() {
-            let x_n = &x[(first + j) * g.c * ip..(first + j + 1) * g.c * ip];
-            if let Some(b) = bias {
-                for (o, orow) in out_n.chunks_mut(op).enumerate() {
-                    orow.fill(b[o]);
+        let count = block.len() / (g.o * op);
+        let mut col = if direct { Vec::new() } else { vec![T::zero(); rows * op * nbmax] };
+        let mut tmp = if nbmax > 1 { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
+        let mut j0 = 0;
+        while j0 < count {
+            let (nb, s0) = (nbmax.min(count - j0), first + j0);
+            let ld = nb * op;
+            for grp in 0..g.groups {
+                let wg = &w[grp * og * rows..(grp + 1) * og * rows];
+                let xg = |j: usize| &x[((s0 + j) * g.c + grp * cg) * ip..((s0 + j) * g.c + (grp + 1) * cg) * ip];
+                if !direct {
+                    for j in 0..nb {
+                        im2col(g, xg(j), &mut col[j * op..], ld);
+                    }
+                }
+                let colm: &[T] = if direct { xg(0) } else { &col[..rows * ld] };
+                let bias_of = |o: usize| bias.map(|b| b[grp * og + o]);
+                if nb == 1 {
+                    let out_g = &mut block[(j0 * g.o + grp * og) * op..(j0 * g.o + (grp + 1) * og) * op];
+                    for (o, orow) in out_g.chunks_mut(op).enumerate() {
+                        if let Some(b) = bias_of(o) {
+                            orow.fill(b);
+                        }
+                    }
+                    mm(par, og, op, rows, out_g, wg, false, colm, false, bias.is_some());
+                    continue;
+                }
+                mm(par, og, ld, rows, &mut tmp[..og * ld], wg, false, colm, false, false);
+                for j in 0..nb {
+                    for o in 0..og {
+                        let dst = &mut block[((j0 + j) * g.o + grp * og + o) * op..][..op];
+                        let src = &tmp[o * ld + j * op..][..op];
+                        match bias_of(o) {
+                            Some(b) => dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s + b),
+                            None => dst.copy_from_slice(src),
+                        }
+                    }
                 }
             }
-            for grp in 0..g.groups {
-                let xg = &x_n[grp * cg * ip..(grp + 1) * cg * ip];
-                let colm: &[T] = if pointwise {
-                    xg
-                } else {
-                    im2col(g, xg, &mut col);
-                    &col
-                };
-                let wg = &w[grp * og * rows..(grp + 1) * og * rows];
-                mm(
-                    par,
-                    og,
-                    op,
-                    rows,
-                    &mut out_n[grp * og * op..(grp + 1) * og * op],
-                    wg,
-                    false,
-                    colm,
-                    false,
-                    bias.is_some(),
-                );
-            }
+            j0 += nb;
         }
     });
 }
@@ -220,24 +271,38 @@ pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]
 /// `dx = conv_transpose(dy, w)`: the data gradient (written, not accumulated).
 pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [T]) {
     let (cg, og, rows, ip, op) = (g.cg(), g.og(), g.rows(), g.ip(), g.op());
-    let pointwise = g.pointwise();
+    let nbmax = batch(g);
+    let direct = nbmax == 1 && g.pointwise();
     let flops = 2 * g.o * op * rows;
     for_blocks(dx, g.c * ip, flops, &|first, block, par| {
-        let mut col = if pointwise { Vec::new() } else { vec![T::zero(); rows * op] };
-        for (j, dx_n) in block.chunks_mut(g.c * ip).enumerate() {
-            let dy_n = &dy[(first + j) * g.o * op..(first + j + 1) * g.o * op];
+        let count = block.len() / (g.c * ip);
+        let mut col = if direct { Vec::new() } else { vec![T::zero(); rows * op * nbmax] };
+        let mut dyb = if nbmax > 1 { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
+        let mut j0 = 0;
+        while j0 < count {
+            let (nb, s0) = (nbmax.min(count - j0), first + j0);
+            let ld = nb * op;
             for grp in 0..g.groups {
                 let wg = &w[grp * og * rows..(grp + 1) * og * rows];
-                let dyg = &dy_n[grp * og * op..(grp + 1) * og * op];
-                let dxg = &mut dx_n[grp * cg * ip..(grp + 1) * cg * ip];
-                if pointwise {
-                    mm(par, rows, op, og, dxg, wg, true, dyg, false, false);
+                let dyg: &[T] = if nb == 1 {
+                    &dy[(s0 * g.o + grp * og) * op..(s0 * g.o + (grp + 1) * og) * op]
                 } else {
-                    mm(par, rows, op, og, &mut col, wg, true, dyg, false, false);
-                    dxg.fill(T::zero());
-                    col2im(g, &col, dxg);
+                    gather(dy, s0, nb, g.o, grp * og, og, op, &mut dyb);
+                    &dyb[..og * ld]
+                };
+                let at = |j: usize| ((j0 + j) * g.c + grp * cg) * ip;
+                if direct {
+                    mm(par, rows, op, og, &mut block[at(0)..at(0) + cg * ip], wg, true, dyg, false, false);
+                    continue;
+                }
+                mm(par, rows, ld, og, &mut col[..rows * ld], wg, true, dyg, false, false);
+                for j in 0..nb {
+                    let d = &mut block[at(j)..at(j) + cg * ip];
+                    d.fill(T::zero());
+                    col2im(g, &col[j * op..], d, ld);
                 }
             }
+            j0 += nb;
         }
     });
 }
@@ -245,26 +310,38 @@ pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [
 /// `dw = Σ_n dy_n · col(x_n)ᵀ`: the weight gradient (written).
 pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
     let (cg, og, rows, ip, op) = (g.cg(), g.og(), g.rows(), g.ip(), g.op());
-    let pointwise = g.pointwise();
+    let nbmax = batch(g);
+    let direct = nbmax == 1 && g.pointwise();
     let threads = rayon::current_num_threads().max(1);
     let blocks = if threads > 1 && g.n >= threads && 2 * g.o * op * rows * g.n >= 1 << 20 { threads } else { 1 };
     let per_block = g.n.div_ceil(blocks);
     let partial = |b: usize, acc: &mut [T], par: bool| {
-        let mut col = if pointwise { Vec::new() } else { vec![T::zero(); rows * op] };
+        let mut col = if direct { Vec::new() } else { vec![T::zero(); rows * op * nbmax] };
+        let mut dyb = if nbmax > 1 { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
         let mut first = true;
-        for n in b * per_block..((b + 1) * per_block).min(g.n) {
+        let (lo, hi) = (b * per_block, ((b + 1) * per_block).min(g.n));
+        let mut s0 = lo;
+        while s0 < hi {
+            let nb = nbmax.min(hi - s0);
+            let ld = nb * op;
             for grp in 0..g.groups {
-                let xg = &x[(n * g.c + grp * cg) * ip..(n * g.c + (grp + 1) * cg) * ip];
-                let colm: &[T] = if pointwise {
-                    xg
+                let xg = |j: usize| &x[((s0 + j) * g.c + grp * cg) * ip..((s0 + j) * g.c + (grp + 1) * cg) * ip];
+                if !direct {
+                    for j in 0..nb {
+                        im2col(g, xg(j), &mut col[j * op..], ld);
+                    }
+                }
+                let colm: &[T] = if direct { xg(0) } else { &col[..rows * ld] };
+                let dyg: &[T] = if nb == 1 {
+                    &dy[(s0 * g.o + grp * og) * op..(s0 * g.o + (grp + 1) * og) * op]
                 } else {
-                    im2col(g, xg, &mut col);
-                    &col
+                    gather(dy, s0, nb, g.o, grp * og, og, op, &mut dyb);
+                    &dyb[..og * ld]
                 };
-                let dyg = &dy[(n * g.o + grp * og) * op..(n * g.o + (grp + 1) * og) * op];
-                mm(par, og, rows, op, &mut acc[grp * og * rows..(grp + 1) * og * rows], dyg, false, colm, true, !first);
+                mm(par, og, rows, ld, &mut acc[grp * og * rows..(grp + 1) * og * rows], dyg, false, colm, true, !first);
             }
             first = false;
+            s0 += nb;
         }
         if first {
             acc.fill(T::zero());

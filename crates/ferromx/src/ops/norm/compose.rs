@@ -17,6 +17,16 @@ fn check_float(name: &str, x: &NDArray) -> Result<()> {
     Ok(())
 }
 
+/// `(x - mean) / sqrt(var + eps)` over `axes` (biased variance), with the mean
+/// and `sqrt(var + eps)`, all keeping dims.
+fn moments(x: &NDArray, axes: &[i64], eps: f64) -> Result<(NDArray, NDArray, NDArray)> {
+    let mean = ops::reduce(ReduceOp::Mean, x, Some(axes), true, false)?;
+    let xc = ops::sub(x, &mean)?;
+    let var = ops::reduce(ReduceOp::Mean, &ops::mul(&xc, &xc)?, Some(axes), true, false)?;
+    let std = ops::unary(UnaryOp::Sqrt, &ops::scalar(BinOp::Add, &var, eps)?)?;
+    Ok((ops::div(&xc, &std)?, mean, std))
+}
+
 /// `(x - mean) / sqrt(var + eps)` over `axes` (biased variance), keeping dims.
 fn standardise(x: &NDArray, axes: &[i64], eps: f64) -> Result<NDArray> {
     let mean = ops::reduce(ReduceOp::Mean, x, Some(axes), true, false)?;
@@ -55,7 +65,9 @@ pub fn instance_norm(x: &NDArray, gamma: &NDArray, beta: &NDArray, eps: f64) -> 
 
 /// MXNet `GroupNorm`: channels split into `groups` groups, each sample's group
 /// normalised together; `gamma`, `beta` have one entry per group (MXNet 1.9.1).
-pub fn group_norm(x: &NDArray, gamma: &NDArray, beta: &NDArray, groups: usize, eps: f64) -> Result<NDArray> {
+/// Returns the output, then each (sample, group)'s mean and `sqrt(var + eps)`
+/// (shape `(n, groups)`, MXNet's `output_mean_var` outputs).
+pub fn group_norm(x: &NDArray, gamma: &NDArray, beta: &NDArray, groups: usize, eps: f64) -> Result<[NDArray; 3]> {
     let name = "GroupNorm";
     check_float(name, x)?;
     let nd = x.ndim();
@@ -68,10 +80,11 @@ pub fn group_norm(x: &NDArray, gamma: &NDArray, beta: &NDArray, groups: usize, e
     }
     let n = x.dims()[0];
     let xg = ops::reshape_to(x, Shape::new(&[n, groups, x.size() / (n * groups).max(1)]))?;
-    let xn = standardise(&xg, &[2], eps)?;
+    let (xn, mean, std) = moments(&xg, &[2], eps)?;
     let (g, b) = (per_channel(name, "gamma", gamma, groups, 3, x)?, per_channel(name, "beta", beta, groups, 3, x)?);
     let y = ops::add(&ops::mul(&xn, &g)?, &b)?;
-    ops::reshape_to(&y, x.shape().clone())
+    let stat = Shape::new(&[n, groups]);
+    Ok([ops::reshape_to(&y, x.shape().clone())?, ops::reshape_to(&mean, stat.clone())?, ops::reshape_to(&std, stat)?])
 }
 
 /// MXNet `LRN`: `x / (knorm + alpha / nsize · Σ_window x²)^beta`, the window

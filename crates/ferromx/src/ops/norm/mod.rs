@@ -144,8 +144,19 @@ pub fn batch_norm(p: &BnParams, ins: [&NDArray; 5]) -> Result<Vec<NDArray>> {
     let (fwd, bwd) = (&DEFS[0], &DEFS[1]);
     let x = ins[0];
     let dt = x.dtype();
+    if dt == DType::F16 && ins[1..].iter().all(|a| a.dtype() == DType::F32) {
+        // MXNet: float16 data takes float32 parameters and statistics; the
+        // normalisation runs in float32 and the output is float16.
+        let x32 = ops::astype(x, DType::F32)?;
+        let mut r = batch_norm(p, [&x32, ins[1], ins[2], ins[3], ins[4]])?;
+        r[0] = ops::astype(&r[0], DType::F16)?;
+        return Ok(r);
+    }
     if !matches!(dt, DType::F32 | DType::F64) {
-        return Err(Error::dtype(fwd.name, format!("supports float32 and float64, got {dt}")));
+        return Err(Error::dtype(
+            fwd.name,
+            format!("supports float32 and float64 (float16 data with float32 parameters), got {dt}"),
+        ));
     }
     for a in &ins[1..] {
         ops::check_ctx(fwd.name, x, a)?;
@@ -213,7 +224,7 @@ fn infer(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
     }
     let pd: Vec<&[usize]> = ins[1..5].iter().map(|m| m.shape.dims()).collect();
     let (_, c, _) = bn_shapes(def.name, &p, ins[0].shape.dims(), &pd)?;
-    let stat = Meta { shape: Shape::new(&[c]), ..ins[0].clone() };
+    let stat = Meta { shape: Shape::new(&[c]), ..ins[1].clone() };
     Ok(if p.output_mean_var { vec![ins[0].clone(), stat.clone(), stat] } else { vec![ins[0].clone()] })
 }
 
@@ -278,20 +289,24 @@ pub static DEFS: &[OpDef] = &[
         params: &[
             param("num_groups", K::Int, Some("1"), "Number of channel groups."),
             param("eps", K::Float, Some("1e-05"), "Added to the variance."),
-            param("output_mean_var", K::Bool, Some("False"), "Also return the moments (not supported)."),
+            param(
+                "output_mean_var",
+                K::Bool,
+                Some("False"),
+                "Also return each (sample, group)'s mean and sqrt(var + eps), shape (n, num_groups).",
+            ),
         ],
+        outputs: &["output", "mean", "std"],
         doc: "Group normalisation: each sample's channel groups normalised together; `gamma`, `beta` have \
               one entry per group (MXNet 1.9.1).",
-        infer: Some(same_shape),
+        infer: Some(infer_group_norm),
         forward: |i| {
-            if i.bool("output_mean_var")? {
-                return Err(Error::value(i.name(), "output_mean_var=True is not supported"));
-            }
             let g = i.i64("num_groups")?;
             if g < 1 {
                 return Err(Error::value(i.name(), format!("num_groups must be positive, got {g}")));
             }
-            one(group_norm(i.x(0)?, i.x(1)?, i.x(2)?, g as usize, i.f64("eps")?))
+            let [out, mean, std] = group_norm(i.x(0)?, i.x(1)?, i.x(2)?, g as usize, i.f64("eps")?)?;
+            Ok(if i.bool("output_mean_var")? { vec![out, mean, std] } else { vec![out] })
         },
         example: Some(Example { shapes: &[&[2, 4, 3], &[2], &[2]], attrs: "num_groups=2", range: (0.5, 1.5) }),
         cpu: KernelSlot::Composite,
@@ -320,6 +335,18 @@ pub static DEFS: &[OpDef] = &[
 
 fn same_shape(def: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
     ins.first().map(|m| vec![m.clone()]).ok_or_else(|| Error::value(def.name, "needs data"))
+}
+
+/// GroupNorm: the output like `data`; with `output_mean_var` also `(n, num_groups)` moments.
+fn infer_group_norm(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let i = Invocation::params(def, a);
+    let data = ins.first().ok_or_else(|| Error::value(def.name, "needs data"))?;
+    if !i.bool("output_mean_var")? {
+        return Ok(vec![data.clone()]);
+    }
+    let n = data.shape.dims().first().copied().unwrap_or(0);
+    let stat = Meta { shape: Shape::new(&[n, i.i64("num_groups")?.max(0) as usize]), ..data.clone() };
+    Ok(vec![data.clone(), stat.clone(), stat])
 }
 
 /// `_backward_BatchNorm`'s outputs are shaped like `data`, `gamma` and `gamma` (beta).
