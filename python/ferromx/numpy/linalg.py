@@ -96,10 +96,10 @@ def det(a):
 
 
 def slogdet(a):
-    """``(sign, logabsdet)`` of each square matrix's determinant."""
+    """``[sign, logabsdet]`` of each square matrix's determinant (a list, as MXNet)."""
     a = _arr(a)
     _square("slogdet", a)
-    return _call("_linalg_slogdet", [a])
+    return list(_call("_linalg_slogdet", [a]))
 
 
 def solve(a, b):
