@@ -541,8 +541,13 @@ def linalg_makediag(A, offset=0, out=None, name=None):
 
 
 def _trian_index(n, offset, lower):
-    rows, cols = (_onp.tril_indices(n, offset) if lower else _onp.triu_indices(n, offset))
-    return rows * n + cols
+    """Flat positions of the packed triangle: the lower one row by row; the upper one as
+    MXNet packs it, row by row of the transpose (column by column)."""
+    if lower:
+        rows, cols = _onp.tril_indices(n, offset)
+        return rows * n + cols
+    rows, cols = _onp.tril_indices(n, -offset)
+    return cols * n + rows
 
 
 def linalg_extracttrian(A, offset=0, lower=True, out=None, name=None):

@@ -13,6 +13,7 @@ import numbers
 
 import numpy as _onp
 
+from .. import _native
 from .. import ndarray as _nd
 from .multiarray import _FLOATS, _default_float
 
@@ -28,7 +29,10 @@ __all__ = [
     "array_equiv",
     "average",
     "bincount",
+    "bitwise_and",
     "bitwise_not",
+    "bitwise_or",
+    "bitwise_xor",
     "copysign",
     "count_nonzero",
     "cross",
@@ -298,6 +302,33 @@ def invert(x, out=None):
 
 
 bitwise_not = invert
+
+
+def _bitwise(op):
+    def fn(x1, x2, out=None):
+        arr1, arr2 = isinstance(x1, _nd.NDArray), isinstance(x2, _nd.NDArray)
+        if not arr1 and not arr2 and not isinstance(x1, (list, tuple, _onp.ndarray)) \
+                and not isinstance(x2, (list, tuple, _onp.ndarray)):
+            return getattr(_onp, f"bitwise_{op}")(x1, x2)  # two Python scalars, as MXNet
+        if not arr1 and isinstance(x1, (numbers.Integral, _onp.integer, _onp.bool_)):
+            x1, x2 = x2, x1  # commutative: the array first
+        x1 = _a(x1)
+        if isinstance(x2, (numbers.Integral, _onp.integer, _onp.bool_)):
+            res = _native.invoke(f"_npi_bitwise_{op}_scalar", [x1], scalar=int(x2))
+        elif isinstance(x2, numbers.Number):
+            raise TypeError(f"bitwise_{op}: ufunc 'bitwise_{op}' not supported for a "
+                            f"{type(x2).__name__} operand")
+        else:
+            res = _native.invoke(f"_npi_bitwise_{op}", [x1, _a(x2)])
+        return _out(res, out)
+
+    fn.__name__ = f"bitwise_{op}"
+    fn.__doc__ = (f"Bitwise {op.upper()} of integer (or bool) arrays, with broadcasting; a "
+                  f"Python integer operand is cast to the array's dtype (wrapping, as MXNet).")
+    return fn
+
+
+bitwise_and, bitwise_or, bitwise_xor = _bitwise("and"), _bitwise("or"), _bitwise("xor")
 
 
 def average(a, axis=None, weights=None, returned=False):

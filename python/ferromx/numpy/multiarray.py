@@ -163,11 +163,18 @@ def _arg(op):
 def _logical(op, name):
     def fn(self, other):
         if not isinstance(other, NDArray):
+            if isinstance(other, (numbers.Integral, _onp.integer)) and not isinstance(
+                    other, (bool, _onp.bool_)) and self._dtype_name not in _FLOATS + ("bool",):
+                return invoke("_npi_bitwise_" + name.split("_")[1] + "_scalar", [self],
+                              scalar=int(other))
             if isinstance(other, (bool, _onp.bool_, numbers.Integral)):
                 other = _native.invoke_np("_full", [], shape=self.shape, value=float(other),
                                           dtype="bool", ctx=str(self.context))
             else:
                 return NotImplemented
+        if self._dtype_name not in _FLOATS and other._dtype_name not in _FLOATS and (
+                self._dtype_name != "bool" or other._dtype_name != "bool"):
+            return invoke("_npi_bitwise_" + name.split("_")[1], [self, other])
         if self._dtype_name != "bool" or other._dtype_name != "bool":
             raise TypeError(f"{name}: only bool arrays are supported (got {self._dtype_name} and "
                             f"{other._dtype_name})")
@@ -178,6 +185,10 @@ def _logical(op, name):
 
 
 def _invert(self):
+    if self._dtype_name not in _FLOATS + ("bool",):
+        from ._math import invert
+
+        return invert(self)
     if self._dtype_name != "bool":
         raise TypeError(f"invert: only bool arrays are supported (got {self._dtype_name})")
     return invoke("logical_not", [self]).astype("bool")

@@ -21,7 +21,7 @@ from ..ndarray import random as _r
 
 __all__ = [
     "beta", "chisquare", "choice", "exponential", "f", "gamma", "gumbel", "laplace", "logistic",
-    "lognormal", "multinomial", "normal", "pareto", "power", "rand", "randint", "randn",
+    "lognormal", "multinomial", "multivariate_normal", "normal", "pareto", "power", "rand", "randint", "randn",
     "rayleigh", "seed", "shuffle", "uniform", "weibull",
 ]
 
@@ -107,6 +107,30 @@ def normal(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, out=None):
                     out)
     z = _draw("_random_normal", shp, ctx, dt, loc=0.0, scale=1.0)
     return _out(_param(loc, dt) + _param(scale, dt) * z, out)
+
+
+def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None):
+    """Samples from N(mean, cov): ``mean + L @ z`` with ``L = cholesky(cov)`` on the engine.
+
+    As MXNet, ``mean`` ``(..., N)`` and ``cov`` ``(..., N, N)`` may carry batch axes that
+    broadcast; the result has shape ``size + batch + (N,)``. ``cov`` must be positive definite
+    (its Cholesky factor is taken); ``check_valid`` and ``tol`` are accepted and ignored."""
+    from . import asarray, broadcast_to
+    from . import linalg as _la
+
+    mean, cov = asarray(mean), asarray(cov)
+    if mean.ndim < 1 or cov.ndim < 2 or cov.shape[-1] != cov.shape[-2] or \
+            cov.shape[-1] != mean.shape[-1]:
+        raise ValueError(f"multivariate_normal: mean must be (..., N) and cov (..., N, N) "
+                         f"(shapes {mean.shape}, {cov.shape})")
+    n = mean.shape[-1]
+    batch = tuple(_onp.broadcast_shapes(mean.shape[:-1], cov.shape[:-2]))
+    size = () if size is None else (size,) if isinstance(size, numbers.Integral) else tuple(size)
+    shape = size + batch + (n,)
+    dt = mean._dtype_name if mean._dtype_name in ("float32", "float64", "float16") else "float32"
+    chol = broadcast_to(_la.cholesky(cov.astype(dt)), shape + (n,))
+    z = normal(0.0, 1.0, size=shape + (1,), dtype=dt, ctx=mean.context)
+    return broadcast_to(mean.astype(dt), shape) + _la._mm(chol, z).reshape(shape)
 
 
 def lognormal(mean=0.0, sigma=1.0, size=None, dtype=None, ctx=None, out=None):

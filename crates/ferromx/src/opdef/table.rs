@@ -9,13 +9,15 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 17] {
+fn families() -> [&'static [OpDef]; 19] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
         ops::binary::DEFS,
         ops::reduce::DEFS,
         ops::linalg::DEFS,
+        ops::linalg::decomp::DEFS,
+        ops::binary::bitwise::DEFS,
         ops::shape::DEFS,
         ops::index::DEFS,
         ops::sort::DEFS,

@@ -6,6 +6,7 @@
 //! and which a fusion pass can compose.
 
 pub mod arith;
+pub mod bitwise;
 mod cpu;
 #[cfg(test)]
 mod tests;

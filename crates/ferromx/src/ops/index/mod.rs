@@ -18,6 +18,7 @@ pub use indexing::Idx;
 pub(crate) use select::take_grad;
 pub use select::*;
 
+use crate::engine::ErrorKind;
 use crate::error::{Error, Result};
 use crate::opdef::{one, param, Aliases, Attrs, Example, Grad, Invocation, KernelSlot, Meta, OpDef, ParamKind as K};
 use crate::ops;
@@ -264,7 +265,10 @@ pub static DEFS: &[OpDef] = &[
         inputs: &["data"],
         params: &[param("axis", K::Ints, None, "Axes to reverse.")],
         doc: "Reverses the order of elements along `axis` (MXNet's name for flip).",
-        forward: |i| one(ops::flip(i.x(0)?, &i.req_ints("axis")?)),
+        forward: |i| {
+            let r = ops::flip(i.x(0)?, &i.req_ints("axis")?);
+            one(r.map_err(|e| if e.kind() == ErrorKind::Value { Error::value("reverse", e.to_string()) } else { e }))
+        },
         ..OpDef::BASE
     },
     OpDef {

@@ -1,7 +1,11 @@
 //! Matrix products: `dot` (MXNet's N-d rules), `batch_dot`, `linalg.gemm2`.
 //! Definitions, inference, frontends and gradients here; the kernel in `cpu.rs`.
+//! The factorizations (Cholesky, LU, SVD, eigendecompositions, LQ/QR, triangular
+//! solves) are in `decomp.rs`, their per-matrix kernels in `lapack.rs`.
 
 mod cpu;
+pub mod decomp;
+mod lapack;
 #[cfg(test)]
 mod tests;
 
