@@ -11,7 +11,7 @@ use smallvec::SmallVec;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -27,6 +27,34 @@ thread_local! {
 /// Whether the current thread is running an engine operation right now.
 pub fn in_engine_op() -> bool {
     IN_OP.with(|c| c.get())
+}
+
+/// Work a frontend holds back (eager fusion's pending chain): set while some
+/// is held, so that every push, wait and readiness query from a frontend
+/// thread first hands it to the engine, keeping the order the frontend issued.
+static DEFERRED: AtomicBool = AtomicBool::new(false);
+static FLUSH_HOOK: OnceLock<fn()> = OnceLock::new();
+
+/// Installs the function that pushes held-back work (once per process).
+pub fn set_flush_hook(f: fn()) {
+    let _ = FLUSH_HOOK.set(f);
+}
+
+/// Marks that held-back work exists (`true`) or that it was handed over (`false`).
+pub fn set_deferred(pending: bool) {
+    DEFERRED.store(pending, Ordering::Release);
+}
+
+/// Pushes held-back work first, unless called from inside an engine
+/// operation (pushes from ops are never ordered against the frontend's).
+/// Costs one relaxed load when nothing is held.
+#[inline]
+pub fn flush_deferred() {
+    if DEFERRED.load(Ordering::Relaxed) && !in_engine_op() {
+        if let Some(f) = FLUSH_HOOK.get() {
+            f();
+        }
+    }
 }
 
 /// An operation as pushed: a closure plus what it touches and how to report it.
@@ -264,7 +292,14 @@ impl Engine {
     /// Pushes an operation. Returns at once (threaded mode) unless work in
     /// flight is over its bound, in which case it first waits for work to drain.
     pub fn push(&self, op: Op) {
+        flush_deferred();
         self.throttle();
+        self.push_inner(op, None);
+    }
+
+    /// Pushes held-back work (a fused op) without the back-pressure wait and
+    /// without flushing: the frontend's own throttle already bounded it.
+    pub fn push_deferred(&self, op: Op) {
         self.push_inner(op, None);
     }
 
@@ -344,6 +379,7 @@ impl Engine {
     }
 
     fn ticket(&self, target: WaitTarget, var: Option<&Var>, label: Option<Arc<str>>) -> Result<WaitTicket> {
+        flush_deferred();
         let ready_inline = match (inline::current(), var) {
             (Some(scope), Some(v)) => inline::wait_ready(&scope, v, !matches!(target, WaitTarget::Read(_))),
             _ => false,
@@ -402,6 +438,7 @@ impl Engine {
     /// Pushes `op` and returns a ticket that completes when *this op* has run
     /// (e.g. a copy-out that reads `var`); finishing it reports `var`'s error.
     pub fn push_ticket(&self, op: Op, var: &Var, label: Option<Arc<str>>) -> Result<WaitTicket> {
+        flush_deferred();
         if in_engine_op() && inline::current().is_none() {
             return Err(EngineError::new(
                 ErrorKind::WaitInsideOp,
@@ -454,6 +491,7 @@ impl Engine {
 
     /// Whether `var` has no pending writes. Never blocks.
     pub fn is_ready(&self, var: &Var) -> bool {
+        flush_deferred();
         var.0.state.lock().pending_writes == 0
     }
 }

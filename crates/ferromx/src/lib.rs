@@ -16,6 +16,7 @@
 pub mod autograd;
 pub mod dtype;
 pub mod error;
+pub mod fusion;
 pub mod image;
 pub mod ndarray;
 pub mod opdef;

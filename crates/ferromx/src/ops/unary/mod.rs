@@ -11,6 +11,7 @@ mod cpu;
 mod tests;
 
 pub(crate) use cpu::run as unary_kernel;
+pub(crate) use cpu::run_tile;
 pub use cpu::unary_scalar;
 
 use crate::autograd::{needs_record, record};
