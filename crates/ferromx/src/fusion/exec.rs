@@ -57,34 +57,31 @@ pub(crate) fn run(p: &Program, k: &Kernel) -> Result<(), OpFailure> {
 
 /// Elements `start..start + len` of every output (`outs` are those pieces).
 fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, len: usize) {
-    let ne = p.ext.len();
     let tile = TILE.min(len);
-    let mut bufs: Vec<Buf> = p.ext.iter().chain(p.steps.iter().map(|s| &s.dtype)).map(|&d| Buf::new(d, tile)).collect();
+    let mut bufs: Vec<Buf> = p.steps.iter().map(|s| Buf::new(s.dtype, tile)).collect();
     let mut t = 0;
     while t < len {
         let m = tile.min(len - t);
-        for (i, x) in ins.iter().enumerate() {
-            x.load(start + t, m, &mut bufs[i]);
-        }
         for (j, s) in p.steps.iter().enumerate() {
-            let (lo, hi) = bufs.split_at_mut(ne + j);
+            let (lo, hi) = bufs.split_at_mut(j);
             let o = &mut hi[0];
-            let arg = |a: Src| -> &Buf {
+            // Inputs are read in place; earlier values from their tiles.
+            let arg = |a: Src| -> InRef {
                 match a {
-                    Src::Ext(i) => &lo[i as usize],
-                    Src::Reg(r) => &lo[ne + r as usize],
+                    Src::Ext(i) => ins[i as usize].sub(start + t, m),
+                    Src::Reg(r) => lo[r as usize].as_in(m),
                 }
             };
             match s.step {
-                Step::Unary(u) => crate::ops::unary::run_tile(u, arg(s.args[0]), o, m),
-                Step::Binary(op) => crate::ops::binary::binary_tile(op, arg(s.args[0]), arg(s.args[1]), o, m),
-                Step::Scalar(op, rev, c) => crate::ops::binary::scalar_tile(op, rev, c, arg(s.args[0]), o, m),
-                Step::Cast => crate::ops::cast_tile(arg(s.args[0]), o, m),
-                Step::Copy => o.copy_from(arg(s.args[0]), m),
+                Step::Unary(u) => crate::ops::unary::run_tile(u, &arg(s.args[0]), o, m),
+                Step::Binary(op) => crate::ops::binary::binary_tile(op, &arg(s.args[0]), &arg(s.args[1]), o, m),
+                Step::Scalar(op, rev, c) => crate::ops::binary::scalar_tile(op, rev, c, &arg(s.args[0]), o, m),
+                Step::Cast => crate::ops::cast_tile(&arg(s.args[0]), o, m),
+                Step::Copy => o.copy_from(&arg(s.args[0]), m),
             }
         }
         for (oi, &j) in p.outs.iter().enumerate() {
-            outs[oi].store(t, m, &bufs[ne + j]);
+            outs[oi].store(t, m, &bufs[j]);
         }
         t += m;
     }

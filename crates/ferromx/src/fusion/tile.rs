@@ -4,7 +4,7 @@
 //! elements is loaded once from the program's inputs, every operator of the
 //! chain is applied to it (in L1/L2 cache) with the same per-element
 //! function its own kernel uses, and the values something still references
-//! are stored once. [`Buf`] is one value's tile (an owned vector of the
+//! are stored once; inputs are read in place. [`Buf`] is one value's tile (an owned vector of the
 //! value's element type); [`InRef`]/[`OutRef`] are the program's inputs and
 //! outputs as typed slices. All of it is safe code: the typed slices come
 //! from [`crate::storage::Kernel`].
@@ -30,16 +30,20 @@ macro_rules! tiles {
             pub(crate) fn new(dt: DType, n: usize) -> Buf {
                 match dt { $( DType::$v => Buf::$v(vec![<$t>::default(); n]), )* }
             }
-            /// Copies the front `m` elements of `src` (same dtype) into this tile.
-            pub(crate) fn copy_from(&mut self, src: &Buf, m: usize) {
+            /// Copies the `m` elements of `src` (same dtype) into this tile's front.
+            pub(crate) fn copy_from(&mut self, src: &InRef, m: usize) {
                 match (self, src) {
-                    $( (Buf::$v(d), Buf::$v(s)) => d[..m].copy_from_slice(&s[..m]), )*
+                    $( (Buf::$v(d), InRef::$v(s)) => d[..m].copy_from_slice(&s[..m]), )*
                     _ => panic!("fused kernel: copy between tiles of different dtypes (internal error)"),
                 }
             }
             /// The element type.
             pub(crate) fn dtype(&self) -> DType {
                 match self { $( Buf::$v(_) => DType::$v, )* }
+            }
+            /// The front `m` elements as an operand.
+            pub(crate) fn as_in(&self, m: usize) -> InRef<'_> {
+                match self { $( Buf::$v(v) => InRef::$v(&v[..m]), )* }
             }
         }
 
@@ -48,12 +52,13 @@ macro_rules! tiles {
             pub(crate) fn of(k: &Kernel<'a>, i: usize) -> InRef<'a> {
                 match k.in_dtype(i) { $( DType::$v => InRef::$v(k.input::<$t>(i)), )* }
             }
-            /// Copies `len` elements from `start` into the front of `b` (same dtype).
-            pub(crate) fn load(&self, start: usize, len: usize, b: &mut Buf) {
-                match (self, b) {
-                    $( (InRef::$v(s), Buf::$v(d)) => d[..len].copy_from_slice(&s[start..start + len]), )*
-                    _ => panic!("fused kernel: input tile dtype mismatch (internal error)"),
-                }
+            /// The element type.
+            pub(crate) fn dtype(&self) -> DType {
+                match self { $( InRef::$v(_) => DType::$v, )* }
+            }
+            /// Elements `start..start + len`.
+            pub(crate) fn sub(&self, start: usize, len: usize) -> InRef<'a> {
+                match self { $( InRef::$v(s) => InRef::$v(&s[start..start + len]), )* }
             }
         }
 
@@ -76,8 +81,8 @@ macro_rules! tiles {
         }
 
         $( impl TileElem for $t {
-            fn get(b: &Buf) -> &[$t] {
-                match b { Buf::$v(v) => v, _ => panic!("fused kernel: tile dtype mismatch (internal error)") }
+            fn of<'a>(r: &InRef<'a>) -> &'a [$t] {
+                match r { InRef::$v(v) => v, _ => panic!("fused kernel: operand dtype mismatch (internal error)") }
             }
             fn get_mut(b: &mut Buf) -> &mut [$t] {
                 match b { Buf::$v(v) => v, _ => panic!("fused kernel: tile dtype mismatch (internal error)") }
@@ -88,8 +93,8 @@ macro_rules! tiles {
 
 /// Element types a tile can hold: typed views of a [`Buf`].
 pub(crate) trait TileElem: Elem {
-    /// The tile's elements (panics, an internal error, on a dtype mismatch).
-    fn get(b: &Buf) -> &[Self];
+    /// An operand's elements (panics, an internal error, on a dtype mismatch).
+    fn of<'a>(r: &InRef<'a>) -> &'a [Self];
     /// The tile's elements, mutably.
     fn get_mut(b: &mut Buf) -> &mut [Self];
 }

@@ -106,12 +106,12 @@ fn cast_kernel(_c: &OpCall, k: &crate::storage::Kernel) -> std::result::Result<(
 }
 
 /// [`cast_kernel`]'s conversion on the front `m` elements of fused tiles.
-pub(crate) fn cast_tile(x: &crate::fusion::tile::Buf, o: &mut crate::fusion::tile::Buf, m: usize) {
+pub(crate) fn cast_tile(x: &crate::fusion::tile::InRef, o: &mut crate::fusion::tile::Buf, m: usize) {
     use crate::fusion::tile::TileElem;
     let (src, dst) = (x.dtype(), o.dtype());
     with_dtype!(src, S, {
         with_dtype!(dst, D, {
-            let (i, o) = (&S::get(x)[..m], &mut D::get_mut(o)[..m]);
+            let (i, o) = (S::of(x), &mut D::get_mut(o)[..m]);
             if src.is_float() || dst.is_float() {
                 par::map1(i, o, |v| D::from_f64(v.to_f64()));
             } else {

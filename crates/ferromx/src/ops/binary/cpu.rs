@@ -5,7 +5,7 @@ use super::arith::Arith;
 use super::BinOp;
 use crate::dtype::{DType, Elem};
 use crate::engine::OpFailure;
-use crate::fusion::tile::{Buf, TileElem};
+use crate::fusion::tile::{Buf, InRef, TileElem};
 use crate::opdef::{OpCall, ScalarForm};
 use crate::ops::par::{chunked, map1, map2, PAR_MIN};
 use crate::shape::Shape;
@@ -206,13 +206,13 @@ pub(crate) fn binary_apply<T: Arith>(op: BinOp, a: &[T], b: &[T], o: &mut [T]) {
 }
 
 /// [`scalar_apply`] on the front `m` elements of fused tiles.
-pub(crate) fn scalar_tile(op: BinOp, reverse: bool, s: f64, x: &Buf, o: &mut Buf, m: usize) {
-    with_dtype!(x.dtype(), T, scalar_apply::<T>(op, reverse, s, &T::get(x)[..m], &mut T::get_mut(o)[..m]));
+pub(crate) fn scalar_tile(op: BinOp, reverse: bool, s: f64, x: &InRef, o: &mut Buf, m: usize) {
+    with_dtype!(x.dtype(), T, scalar_apply::<T>(op, reverse, s, T::of(x), &mut T::get_mut(o)[..m]));
 }
 
 /// [`binary_apply`] on the front `m` elements of fused tiles.
-pub(crate) fn binary_tile(op: BinOp, a: &Buf, b: &Buf, o: &mut Buf, m: usize) {
-    with_dtype!(a.dtype(), T, binary_apply::<T>(op, &T::get(a)[..m], &T::get(b)[..m], &mut T::get_mut(o)[..m]));
+pub(crate) fn binary_tile(op: BinOp, a: &InRef, b: &InRef, o: &mut Buf, m: usize) {
+    with_dtype!(a.dtype(), T, binary_apply::<T>(op, T::of(a), T::of(b), &mut T::get_mut(o)[..m]));
 }
 
 /// `dst = op(dst, y)` in place, `y` read through broadcast strides `sb` of `oshape`.
