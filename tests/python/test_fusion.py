@@ -1,3 +1,4 @@
+# ruff: noqa: B023  (closures are called inside the iteration that defines them)
 """Eager fusion: elementwise chains held back and merged into one engine op.
 
 Fused and unfused runs of the same program must agree bitwise (the fused
@@ -11,14 +12,13 @@ import os
 import subprocess
 import sys
 
+import ferromx as mx
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
-import ferromx as mx
 from ferromx import _native, autograd, nd
 from ferromx.base import MXNetError
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 @pytest.fixture(autouse=True)
