@@ -160,7 +160,7 @@ def test_profiler_shows_the_fused_op_with_its_names(tmp_path):
     with open(fname) as f:
         names = [e.get("name", "") for e in json.load(f)["traceEvents"]]
     fused = [n for n in names if n.startswith("_fused(")]
-    assert fused and "_mul_scalar" in fused[0] and "exp" in fused[0], names
+    assert any("_mul_scalar" in n and "exp" in n for n in fused), fused
 
 
 def test_autograd_through_fused_chains():
