@@ -17,10 +17,12 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
+mod deferred;
 mod exec;
 mod inline;
 mod wait;
 
+pub use deferred::{flush_deferred, set_deferred, set_flush_hook};
 pub use wait::WaitTicket;
 
 /// The closure an operation runs.
@@ -270,7 +272,14 @@ impl Engine {
     /// Pushes an operation. Returns at once (threaded mode) unless work in
     /// flight is over its bound, in which case it first waits for work to drain.
     pub fn push(&self, op: Op) {
+        flush_deferred();
         self.throttle();
+        self.push_inner(op, None);
+    }
+
+    /// Pushes held-back work (a fused op) without the back-pressure wait and
+    /// without flushing: the frontend's own throttle already bounded it.
+    pub fn push_deferred(&self, op: Op) {
         self.push_inner(op, None);
     }
 

@@ -95,6 +95,24 @@ fn waitall(py: Python<'_>) -> PyResult<()> {
     wait_ticket(py, t)
 }
 
+/// Eager fusion: `set_fusion(on)` switches it (returns the previous state;
+/// `None` only reads it). Pending work is flushed first.
+#[pyfunction]
+#[pyo3(signature = (on=None))]
+fn set_fusion(on: Option<bool>) -> bool {
+    let was = ferromx::fusion::enabled();
+    if let Some(on) = on {
+        ferromx::fusion::set_enabled(on);
+    }
+    was
+}
+
+/// Number of elementwise calls fusion holds back right now (tests).
+#[pyfunction]
+fn fusion_pending() -> usize {
+    ferromx::fusion::pending()
+}
+
 #[pyfunction]
 fn set_recording(on: bool) -> bool {
     autograd::set_recording(on)
@@ -242,6 +260,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyNp>()?;
     m.add_class::<CopyTicket>()?;
     m.add_function(wrap_pyfunction!(invoke, m)?)?;
+    m.add_function(wrap_pyfunction!(set_fusion, m)?)?;
+    m.add_function(wrap_pyfunction!(fusion_pending, m)?)?;
     m.add_function(wrap_pyfunction!(invoke_np, m)?)?;
     m.add_function(wrap_pyfunction!(table::op_table, m)?)?;
     m.add_function(wrap_pyfunction!(table::op_infer, m)?)?;

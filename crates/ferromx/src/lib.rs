@@ -17,6 +17,7 @@ pub mod autograd;
 pub mod dtype;
 pub mod error;
 pub mod fileio;
+pub mod fusion;
 pub mod image;
 pub mod ndarray;
 pub mod opdef;

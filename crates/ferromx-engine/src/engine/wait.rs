@@ -1,6 +1,6 @@
 //! Waits: tickets on a var or on everything, blocking in slices, and their outcome.
 
-use super::{in_engine_op, inline, Engine, Op, Shared};
+use super::{flush_deferred, in_engine_op, inline, Engine, Op, Shared};
 use crate::events::{EngineEvent, WaitTarget};
 use crate::signal::Signal;
 use crate::{EngineError, ErrorKind, Result, SharedError, Var};
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 impl Engine {
     fn ticket(&self, target: WaitTarget, var: Option<&Var>, label: Option<Arc<str>>) -> Result<WaitTicket> {
+        flush_deferred();
         let ready_inline = match (inline::current(), var) {
             (Some(scope), Some(v)) => inline::wait_ready(&scope, v, !matches!(target, WaitTarget::Read(_))),
             _ => false,
@@ -65,6 +66,7 @@ impl Engine {
     /// Pushes `op` and returns a ticket that completes when *this op* has run
     /// (e.g. a copy-out that reads `var`); finishing it reports `var`'s error.
     pub fn push_ticket(&self, op: Op, var: &Var, label: Option<Arc<str>>) -> Result<WaitTicket> {
+        flush_deferred();
         if in_engine_op() && inline::current().is_none() {
             return Err(wait_inside_op());
         }
@@ -113,6 +115,7 @@ impl Engine {
 
     /// Whether `var` has no pending writes. Never blocks.
     pub fn is_ready(&self, var: &Var) -> bool {
+        flush_deferred();
         var.0.state.lock().pending_writes == 0
     }
 }

@@ -107,6 +107,32 @@ fn cast_kernel(_c: &OpCall, k: &crate::storage::Kernel) -> std::result::Result<(
     Ok(())
 }
 
+/// [`cast_kernel`]'s conversion on the front `m` elements of fused tiles.
+pub(crate) fn cast_tile(x: &crate::fusion::tile::InRef, o: &mut crate::fusion::tile::Buf, m: usize) {
+    use crate::fusion::tile::TileElem;
+    let (src, dst) = (x.dtype(), o.dtype());
+    with_dtype!(src, S, {
+        with_dtype!(dst, D, {
+            let (i, o) = (S::of(x), &mut D::get_mut(o)[..m]);
+            if src.is_float() || dst.is_float() {
+                par::map1(i, o, |v| D::from_f64(v.to_f64()));
+            } else {
+                par::map1(i, o, |v| D::from_i64(v.to_i64()));
+            }
+        })
+    });
+}
+
+/// Whether `def` is `cast` (fusion folds casts into its chains).
+pub(crate) fn is_cast(def: &OpDef) -> bool {
+    std::ptr::eq(def, &DEFS[0])
+}
+
+/// Whether `def` is `_copy`.
+pub(crate) fn is_copy(def: &OpDef) -> bool {
+    std::ptr::eq(def, &DEFS[1])
+}
+
 /// A copy with new storage.
 pub fn copy(x: &NDArray) -> Result<NDArray> {
     let out = x.empty_like()?;

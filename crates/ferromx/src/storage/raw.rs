@@ -292,6 +292,48 @@ pub(crate) fn push_op_call(call: crate::opdef::OpCall, f: crate::opdef::KernelFn
     }));
 }
 
+/// [`push_op_call`] for a call fusion held back: no back-pressure wait, no
+/// flush, and the call site recorded when the frontend issued it.
+pub(crate) fn push_op_call_deferred(call: crate::opdef::OpCall, f: crate::opdef::KernelFn, label: Option<Arc<str>>) {
+    let name = call.def.name;
+    let meta = OpMeta::of(name, &call.inputs, &call.outputs);
+    let op = Op::new(name, move || {
+        let k = Kernel { ins: &call.inputs, outs: &call.outputs, taken: Cell::new(0) };
+        f(&call, &k)
+    })
+    .reads(&meta.reads)
+    .writes(&meta.writes)
+    .device(meta.device)
+    .bytes(meta.bytes)
+    .detail(meta.detail)
+    .label(label);
+    Engine::global().push_deferred(op);
+}
+
+/// Pushes a fused elementwise op (held-back work: no back-pressure wait,
+/// no flush), with its own name, call-site label and profiler detail.
+pub(crate) fn push_fused(
+    name: std::borrow::Cow<'static, str>,
+    ins: Vec<View>,
+    outs: Vec<View>,
+    label: Option<Arc<str>>,
+    detail: Option<Arc<str>>,
+    f: impl FnOnce(&Kernel) -> Result<(), OpFailure> + Send + 'static,
+) {
+    let meta = OpMeta::of("_fused", &ins, &outs);
+    let op = Op::new(name, move || {
+        let k = Kernel { ins: &ins, outs: &outs, taken: Cell::new(0) };
+        f(&k)
+    })
+    .reads(&meta.reads)
+    .writes(&meta.writes)
+    .device(meta.device)
+    .bytes(meta.bytes)
+    .detail(detail.or(meta.detail))
+    .label(label);
+    Engine::global().push_deferred(op);
+}
+
 /// What the engine needs to know of an op's views: vars, device, bytes and
 /// the profiler's detail (computed only when a profiler listens).
 struct OpMeta {

@@ -5,6 +5,7 @@ use super::arith::Arith;
 use super::BinOp;
 use crate::dtype::{DType, Elem};
 use crate::engine::OpFailure;
+use crate::fusion::tile::{Buf, InRef, TileElem};
 use crate::opdef::{OpCall, ScalarForm};
 use crate::ops::par::{chunked, map1, map2, PAR_MIN};
 use crate::shape::Shape;
@@ -151,48 +152,67 @@ pub(crate) fn run_scalar(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
     let Some(ScalarForm::Scalar(op, reverse)) = call.def.scalar else { return Err(internal("not a scalar operator")) };
     let s = call.nums.first().copied().ok_or_else(|| internal("scalar operator without its scalar"))?;
     let dt = k.in_dtype(0);
-    with_dtype!(dt, T, {
-        let (x, o) = (k.input::<T>(0), k.output::<T>(0));
-        let sv = T::from_f64(s);
-        macro_rules! run {
-            ($f:expr) => {{
-                let f = $f;
-                if reverse {
-                    map1(x, o, move |v| f(sv, v))
-                } else {
-                    map1(x, o, move |v| f(v, sv))
-                }
-            }};
-        }
-        match op {
-            BinOp::Add => run!(|p: T, q: T| p.add(q)),
-            BinOp::Sub => run!(|p: T, q: T| p.sub(q)),
-            BinOp::Mul => run!(|p: T, q: T| p.mul(q)),
-            // Integers, `s / x`: the float quotient, C-cast (MXNet), so 2 / 0 is
-            // the int minimum. (`x / s` casts `s` first, as MXNet does.)
-            BinOp::Div if reverse && !dt.is_float() => map1(x, o, move |v: T| T::from_f64(s / v.to_f64())),
-            BinOp::Div => run!(|p: T, q: T| p.div(q)),
-            BinOp::Mod => run!(|p: T, q: T| p.rem(q)),
-            // A negative exponent must not wrap into a huge one (uint8 ** -2).
-            BinOp::Pow if !reverse && s < 0.0 && !dt.is_float() => {
-                map1(x, o, move |v: T| T::from_f64(v.to_f64().powf(s)))
-            }
-            BinOp::Pow => run!(|p: T, q: T| p.pow_(q)),
-            BinOp::Max => run!(|p: T, q: T| p.max_(q)),
-            BinOp::Min => run!(|p: T, q: T| p.min_(q)),
-            BinOp::Hypot => run!(|p: T, q: T| T::from_f64(p.to_f64().hypot(q.to_f64()))),
-            BinOp::Eq => run!(|p: T, q: T| b2t::<T>(p == q)),
-            BinOp::Ne => run!(|p: T, q: T| b2t::<T>(p != q)),
-            BinOp::Gt => run!(|p: T, q: T| b2t::<T>(p > q)),
-            BinOp::Ge => run!(|p: T, q: T| b2t::<T>(p >= q)),
-            BinOp::Lt => run!(|p: T, q: T| b2t::<T>(p < q)),
-            BinOp::Le => run!(|p: T, q: T| b2t::<T>(p <= q)),
-            BinOp::And => run!(|p: T, q: T| b2t::<T>(truthy(p) && truthy(q))),
-            BinOp::Or => run!(|p: T, q: T| b2t::<T>(truthy(p) || truthy(q))),
-            BinOp::Xor => run!(|p: T, q: T| b2t::<T>(truthy(p) != truthy(q))),
-        }
-    });
+    with_dtype!(dt, T, scalar_apply::<T>(op, reverse, s, k.input::<T>(0), k.output::<T>(0)));
     Ok(())
+}
+
+/// `o = op(x, s)` (or `op(s, x)`): the scalar operators' per-element code,
+/// shared by their kernel and fused kernels' tiles.
+#[allow(clippy::bool_comparison)] // the comparisons are generic over T, bool among them
+pub(crate) fn scalar_apply<T: Arith>(op: BinOp, reverse: bool, s: f64, x: &[T], o: &mut [T]) {
+    let dt = T::DTYPE;
+    let sv = T::from_f64(s);
+    macro_rules! run {
+        ($f:expr) => {{
+            let f = $f;
+            if reverse {
+                map1(x, o, move |v| f(sv, v))
+            } else {
+                map1(x, o, move |v| f(v, sv))
+            }
+        }};
+    }
+    match op {
+        BinOp::Add => run!(|p: T, q: T| p.add(q)),
+        BinOp::Sub => run!(|p: T, q: T| p.sub(q)),
+        BinOp::Mul => run!(|p: T, q: T| p.mul(q)),
+        // Integers, `s / x`: the float quotient, C-cast (MXNet), so 2 / 0 is
+        // the int minimum. (`x / s` casts `s` first, as MXNet does.)
+        BinOp::Div if reverse && !dt.is_float() => map1(x, o, move |v: T| T::from_f64(s / v.to_f64())),
+        BinOp::Div => run!(|p: T, q: T| p.div(q)),
+        BinOp::Mod => run!(|p: T, q: T| p.rem(q)),
+        // A negative exponent must not wrap into a huge one (uint8 ** -2).
+        BinOp::Pow if !reverse && s < 0.0 && !dt.is_float() => map1(x, o, move |v: T| T::from_f64(v.to_f64().powf(s))),
+        BinOp::Pow => run!(|p: T, q: T| p.pow_(q)),
+        BinOp::Max => run!(|p: T, q: T| p.max_(q)),
+        BinOp::Min => run!(|p: T, q: T| p.min_(q)),
+        BinOp::Hypot => run!(|p: T, q: T| T::from_f64(p.to_f64().hypot(q.to_f64()))),
+        BinOp::Eq => run!(|p: T, q: T| b2t::<T>(p == q)),
+        BinOp::Ne => run!(|p: T, q: T| b2t::<T>(p != q)),
+        BinOp::Gt => run!(|p: T, q: T| b2t::<T>(p > q)),
+        BinOp::Ge => run!(|p: T, q: T| b2t::<T>(p >= q)),
+        BinOp::Lt => run!(|p: T, q: T| b2t::<T>(p < q)),
+        BinOp::Le => run!(|p: T, q: T| b2t::<T>(p <= q)),
+        BinOp::And => run!(|p: T, q: T| b2t::<T>(truthy(p) && truthy(q))),
+        BinOp::Or => run!(|p: T, q: T| b2t::<T>(truthy(p) || truthy(q))),
+        BinOp::Xor => run!(|p: T, q: T| b2t::<T>(truthy(p) != truthy(q))),
+    }
+}
+
+/// `o = op(a, b)` on same-length slices: the broadcasting kernel's per-element code.
+#[allow(clippy::bool_comparison)]
+pub(crate) fn binary_apply<T: Arith>(op: BinOp, a: &[T], b: &[T], o: &mut [T]) {
+    dispatch_binop!(op, T, map2, a, b, o)
+}
+
+/// [`scalar_apply`] on the front `m` elements of fused tiles.
+pub(crate) fn scalar_tile(op: BinOp, reverse: bool, s: f64, x: &InRef, o: &mut Buf, m: usize) {
+    with_dtype!(x.dtype(), T, scalar_apply::<T>(op, reverse, s, T::of(x), &mut T::get_mut(o)[..m]));
+}
+
+/// [`binary_apply`] on the front `m` elements of fused tiles.
+pub(crate) fn binary_tile(op: BinOp, a: &InRef, b: &InRef, o: &mut Buf, m: usize) {
+    with_dtype!(a.dtype(), T, binary_apply::<T>(op, T::of(a), T::of(b), &mut T::get_mut(o)[..m]));
 }
 
 /// `dst = op(dst, y)` in place, `y` read through broadcast strides `sb` of `oshape`.

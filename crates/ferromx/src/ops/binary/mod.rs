@@ -12,6 +12,7 @@ mod cpu;
 mod tests;
 
 pub use cpu::binary_scalar;
+pub(crate) use cpu::{binary_tile, scalar_tile};
 
 use crate::autograd::{needs_record, record};
 use crate::dtype::DType;

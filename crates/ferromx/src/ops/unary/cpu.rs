@@ -3,6 +3,7 @@
 use super::UnaryOp;
 use crate::dtype::DType;
 use crate::engine::OpFailure;
+use crate::fusion::tile::{Buf, InRef, TileElem};
 use crate::opdef::OpCall;
 use crate::ops::binary::arith::Arith;
 use crate::ops::par::map1;
@@ -32,6 +33,22 @@ pub(crate) fn run(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
         with_dtype!(dt, T, int_kernel::<T>(op, k.input::<T>(0), k.output::<T>(0)))
     );
     Ok(())
+}
+
+/// The same function on the front `m` elements of a fused kernel's tiles
+/// (bitwise what [`run`] computes: the same per-element code).
+pub(crate) fn run_tile(op: UnaryOp, x: &InRef, o: &mut Buf, m: usize) {
+    let dt = x.dtype();
+    if dt == DType::F32 && has_fast_f32(op) {
+        fast_f32(op, f32::of(x), &mut f32::get_mut(o)[..m]);
+        return;
+    }
+    with_float_dtype!(
+        dt,
+        T,
+        float_kernel::<T>(op, T::of(x), &mut T::get_mut(o)[..m]),
+        with_dtype!(dt, T, int_kernel::<T>(op, T::of(x), &mut T::get_mut(o)[..m]))
+    );
 }
 
 /// `op(x)` on one f64 element (derivative expressions, fusion, tests).

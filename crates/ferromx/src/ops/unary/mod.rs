@@ -13,6 +13,7 @@ mod tests;
 /// The vectorisable float32 `exp` of the unary kernels (for other families' fused kernels).
 pub(crate) use cpu::exp_core as exp_f32;
 pub(crate) use cpu::run as unary_kernel;
+pub(crate) use cpu::run_tile;
 pub use cpu::unary_scalar;
 
 use crate::autograd::{needs_record, record};

@@ -1,0 +1,88 @@
+//! Running a fused elementwise program: one pass over memory, tile by tile,
+//! split across cores with [`fanout`].
+
+use super::tile::{Buf, InRef, OutRef, TILE};
+use super::{Src, Step};
+use crate::dtype::DType;
+use crate::engine::OpFailure;
+use crate::ops::par::PAR_MIN;
+use crate::storage::{dispatch, fanout, Kernel};
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+
+/// One operator of a program: its function, its operands and its result dtype.
+pub(crate) struct PStep {
+    pub(crate) step: Step,
+    pub(crate) args: SmallVec<[Src; 2]>,
+    pub(crate) dtype: DType,
+}
+
+/// A fused program: external inputs (the kernel's inputs, in order), steps in
+/// issue order, and the steps whose values are stored (the kernel's outputs).
+pub(crate) struct Program {
+    pub(crate) ext: Vec<DType>,
+    pub(crate) steps: Vec<PStep>,
+    pub(crate) outs: Vec<usize>,
+    pub(crate) n: usize,
+}
+
+/// The kernel of a fused op.
+pub(crate) fn run(p: &Program, k: &Kernel) -> Result<(), OpFailure> {
+    let ins: Vec<InRef> = (0..p.ext.len()).map(|i| InRef::of(k, i)).collect();
+    let outs: Vec<OutRef> = (0..p.outs.len()).map(|i| OutRef::of(k, i)).collect();
+    let threads = rayon::current_num_threads().max(1);
+    if p.n < PAR_MIN || threads == 1 {
+        dispatch(|| run_range(p, &ins, outs, 0, p.n));
+        return Ok(());
+    }
+    let pieces = (p.n / PAR_MIN).clamp(1, threads * 4);
+    let chunk = p.n.div_ceil(pieces).next_multiple_of(TILE);
+    let count = p.n.div_ceil(chunk);
+    let mut per: Vec<Vec<OutRef>> = (0..count).map(|_| Vec::with_capacity(outs.len())).collect();
+    for o in outs {
+        for (i, piece) in o.split(chunk).into_iter().enumerate() {
+            per[i].push(piece);
+        }
+    }
+    let slots: Vec<Mutex<Option<Vec<OutRef>>>> = per.into_iter().map(|v| Mutex::new(Some(v))).collect();
+    let ins = &ins;
+    fanout(slots.len(), threads - 1, &|i| {
+        if let Some(o) = slots[i].lock().take() {
+            let start = i * chunk;
+            dispatch(|| run_range(p, ins, o, start, chunk.min(p.n - start)));
+        }
+    });
+    Ok(())
+}
+
+/// Elements `start..start + len` of every output (`outs` are those pieces).
+fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, len: usize) {
+    let tile = TILE.min(len);
+    let mut bufs: Vec<Buf> = p.steps.iter().map(|s| Buf::new(s.dtype, tile)).collect();
+    let mut t = 0;
+    while t < len {
+        let m = tile.min(len - t);
+        for (j, s) in p.steps.iter().enumerate() {
+            let (lo, hi) = bufs.split_at_mut(j);
+            let o = &mut hi[0];
+            // Inputs are read in place; earlier values from their tiles.
+            let arg = |a: Src| -> InRef {
+                match a {
+                    Src::Ext(i) => ins[i as usize].sub(start + t, m),
+                    Src::Reg(r) => lo[r as usize].as_in(m),
+                }
+            };
+            match s.step {
+                Step::Unary(u) => crate::ops::unary::run_tile(u, &arg(s.args[0]), o, m),
+                Step::Binary(op) => crate::ops::binary::binary_tile(op, &arg(s.args[0]), &arg(s.args[1]), o, m),
+                Step::Scalar(op, rev, c) => crate::ops::binary::scalar_tile(op, rev, c, &arg(s.args[0]), o, m),
+                Step::Cast => crate::ops::cast_tile(&arg(s.args[0]), o, m),
+                Step::Copy => o.copy_from(&arg(s.args[0]), m),
+            }
+        }
+        for (oi, &j) in p.outs.iter().enumerate() {
+            outs[oi].store(t, m, &bufs[j]);
+        }
+        t += m;
+    }
+}

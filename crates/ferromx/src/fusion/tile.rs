@@ -1,0 +1,102 @@
+//! Typed tiles: the per-element buffers a fused kernel evaluates into.
+//!
+//! A fused elementwise program runs tile by tile: each tile of `TILE`
+//! elements is loaded once from the program's inputs, every operator of the
+//! chain is applied to it (in L1/L2 cache) with the same per-element
+//! function its own kernel uses, and the values something still references
+//! are stored once; inputs are read in place. [`Buf`] is one value's tile (an owned vector of the
+//! value's element type); [`InRef`]/[`OutRef`] are the program's inputs and
+//! outputs as typed slices. All of it is safe code: the typed slices come
+//! from [`crate::storage::Kernel`].
+
+use crate::dtype::{DType, Elem};
+use crate::storage::Kernel;
+use half::{bf16, f16};
+
+/// Elements per tile (16 KiB of f32: a few live tiles stay in L2).
+pub(crate) const TILE: usize = 4096;
+
+macro_rules! tiles {
+    ($( $v:ident $t:ty ),*) => {
+        /// One value's tile.
+        pub(crate) enum Buf { $( $v(Vec<$t>), )* }
+        /// A program input as a typed slice.
+        pub(crate) enum InRef<'a> { $( $v(&'a [$t]), )* }
+        /// A program output (or a piece of one) as a typed slice.
+        pub(crate) enum OutRef<'a> { $( $v(&'a mut [$t]), )* }
+
+        impl Buf {
+            /// A zeroed tile of `n` elements of `dt`.
+            pub(crate) fn new(dt: DType, n: usize) -> Buf {
+                match dt { $( DType::$v => Buf::$v(vec![<$t>::default(); n]), )* }
+            }
+            /// Copies the `m` elements of `src` (same dtype) into this tile's front.
+            pub(crate) fn copy_from(&mut self, src: &InRef, m: usize) {
+                match (self, src) {
+                    $( (Buf::$v(d), InRef::$v(s)) => d[..m].copy_from_slice(&s[..m]), )*
+                    _ => panic!("fused kernel: copy between tiles of different dtypes (internal error)"),
+                }
+            }
+            /// The element type.
+            pub(crate) fn dtype(&self) -> DType {
+                match self { $( Buf::$v(_) => DType::$v, )* }
+            }
+            /// The front `m` elements as an operand.
+            pub(crate) fn as_in(&self, m: usize) -> InRef<'_> {
+                match self { $( Buf::$v(v) => InRef::$v(&v[..m]), )* }
+            }
+        }
+
+        impl<'a> InRef<'a> {
+            /// Input `i` of a kernel.
+            pub(crate) fn of(k: &Kernel<'a>, i: usize) -> InRef<'a> {
+                match k.in_dtype(i) { $( DType::$v => InRef::$v(k.input::<$t>(i)), )* }
+            }
+            /// The element type.
+            pub(crate) fn dtype(&self) -> DType {
+                match self { $( InRef::$v(_) => DType::$v, )* }
+            }
+            /// Elements `start..start + len`.
+            pub(crate) fn sub(&self, start: usize, len: usize) -> InRef<'a> {
+                match self { $( InRef::$v(s) => InRef::$v(&s[start..start + len]), )* }
+            }
+        }
+
+        impl<'a> OutRef<'a> {
+            /// Output `i` of a kernel.
+            pub(crate) fn of(k: &Kernel<'a>, i: usize) -> OutRef<'a> {
+                match k.out_dtype(i) { $( DType::$v => OutRef::$v(k.output::<$t>(i)), )* }
+            }
+            /// Splits into consecutive pieces of `chunk` elements.
+            pub(crate) fn split(self, chunk: usize) -> Vec<OutRef<'a>> {
+                match self { $( OutRef::$v(s) => s.chunks_mut(chunk).map(OutRef::$v).collect(), )* }
+            }
+            /// Stores the front `len` elements of `b` at `start`.
+            pub(crate) fn store(&mut self, start: usize, len: usize, b: &Buf) {
+                match (self, b) {
+                    $( (OutRef::$v(d), Buf::$v(s)) => d[start..start + len].copy_from_slice(&s[..len]), )*
+                    _ => panic!("fused kernel: output tile dtype mismatch (internal error)"),
+                }
+            }
+        }
+
+        $( impl TileElem for $t {
+            fn of<'a>(r: &InRef<'a>) -> &'a [$t] {
+                match r { InRef::$v(v) => v, _ => panic!("fused kernel: operand dtype mismatch (internal error)") }
+            }
+            fn get_mut(b: &mut Buf) -> &mut [$t] {
+                match b { Buf::$v(v) => v, _ => panic!("fused kernel: tile dtype mismatch (internal error)") }
+            }
+        } )*
+    };
+}
+
+/// Element types a tile can hold: typed views of a [`Buf`].
+pub(crate) trait TileElem: Elem {
+    /// An operand's elements (panics, an internal error, on a dtype mismatch).
+    fn of<'a>(r: &InRef<'a>) -> &'a [Self];
+    /// The tile's elements, mutably.
+    fn get_mut(b: &mut Buf) -> &mut [Self];
+}
+
+tiles!(F32 f32, F64 f64, F16 f16, BF16 bf16, U8 u8, I8 i8, I32 i32, I64 i64, Bool bool);
