@@ -65,7 +65,7 @@ impl Default for EngineConfig {
             mode: EngineMode::Threaded,
             cpu_workers: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             max_inflight_ops: 16_384,
-            max_inflight_bytes: 4 << 30,
+            max_inflight_bytes: 512 << 20,
             spin: Duration::from_micros(50),
         }
     }
