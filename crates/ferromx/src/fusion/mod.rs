@@ -27,7 +27,7 @@
 //! op's error) fails the values that depend on it and nothing else, as
 //! unfused. A chain of one call is pushed as that call itself.
 //!
-//! The fused kernel ([`exec`]) runs tile by tile with each operator's own
+//! The fused kernel (`exec.rs`) runs tile by tile with each operator's own
 //! per-element code (results are bitwise those of the unfused kernels), and
 //! splits the range across cores with `fanout`. `FERROMX_FUSION=0` turns
 //! fusion off (so does `NaiveEngine`); [`set_enabled`] switches it at run
