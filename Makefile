@@ -5,7 +5,7 @@ PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.deps-installed
 export CARGO_TERM_COLOR := never
 
-.PHONY: py-test-fusion-off demo test build venv rust-test py-test bench bench-py lint stubs
+.PHONY: demo test build venv rust-test py-test bench bench-py lint stubs
 
 $(STAMP):
 	command -v cargo >/dev/null || { echo "cargo (Rust) is required"; exit 1; }
@@ -25,16 +25,8 @@ demo: build
 rust-test:
 	cargo test --release -q
 
-FUSION_OFF_TESTS = tests/python/test_ndarray_ops.py tests/python/test_errors.py \
-	tests/python/test_async.py tests/python/test_gradients.py
-
 py-test: build
 	$(PY) -m pytest -q -p no:cacheprovider tests/python
-	$(MAKE) py-test-fusion-off
-
-# The same programs with eager fusion off (FERROMX_FUSION=0), a subset kept under a minute.
-py-test-fusion-off:
-	FERROMX_FUSION=0 $(PY) -m pytest -q -p no:cacheprovider $(FUSION_OFF_TESTS)
 
 test: venv rust-test py-test
 

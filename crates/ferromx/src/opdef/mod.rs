@@ -290,6 +290,24 @@ pub struct GradArgs<'a> {
     pub nums: &'a [f64],
 }
 
+/// Records `def`'s table gradient (if it has one and some input needs a
+/// gradient) for a call that produced `outs` from `ins` with `nums`.
+pub(crate) fn record_table_grad(def: &'static OpDef, ins: &[&NDArray], outs: &[NDArray], nums: &[f64]) {
+    if let Grad::Fn(f) = def.grad {
+        if crate::autograd::needs_record(ins) {
+            let inputs: Vec<NDArray> = ins.iter().map(|x| (*x).clone()).collect();
+            let (outputs, nums) = (outs.to_vec(), nums.to_vec());
+            let orefs: Vec<&NDArray> = outs.iter().collect();
+            crate::autograd::record(
+                def.name,
+                ins,
+                &orefs,
+                Box::new(move |g| f(&GradArgs { def, inputs: &inputs, outputs: &outputs, out_grads: g, nums: &nums })),
+            );
+        }
+    }
+}
+
 /// Wraps one result as a forward's output list.
 pub fn one(r: Result<NDArray>) -> Result<Vec<NDArray>> {
     r.map(|v| vec![v])

@@ -10,12 +10,11 @@
 //! scalar per batch entry) and the definition's parameters in `nums`.
 
 use super::lapack::{self, MatFn};
-use crate::autograd::{needs_record, record};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{
-    param, push_call, Aliases, Attrs, Grad, GradArgs, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef,
-    ParamKind as K,
+    param, push_call, record_table_grad, Aliases, Attrs, Grad, GradArgs, Invocation, KernelSlot, Meta, OpCall, OpDef,
+    ParamDef, ParamKind as K,
 };
 use crate::ops;
 use crate::shape::Shape;
@@ -209,18 +208,7 @@ fn exec(def: &'static OpDef, plan: PlanFn, ins: &[&NDArray], nums: &[f64]) -> Re
     if outs.iter().any(|o| o.size() > 0) {
         push_call(OpCall::new(def, ins, &orefs).with_nums(nums).with_ints(&ranks))?;
     }
-    if let Grad::Fn(f) = def.grad {
-        if needs_record(ins) {
-            let inputs: Vec<NDArray> = ins.iter().map(|x| (*x).clone()).collect();
-            let (outputs, nums) = (outs.clone(), nums.to_vec());
-            record(
-                def.name,
-                ins,
-                &orefs,
-                Box::new(move |g| f(&GradArgs { def, inputs: &inputs, outputs: &outputs, out_grads: g, nums: &nums })),
-            );
-        }
-    }
+    record_table_grad(def, ins, &outs, nums);
     Ok(outs)
 }
 

@@ -1,22 +1,12 @@
 //! Unit tests of the dense products.
 
 use super::DEFS;
-use crate::opdef::{invoke_def, Attr, Attrs, KernelSlot, Meta};
+use crate::opdef::{Attr, KernelSlot};
+use crate::ops::test_support::{arr, run_checked};
 use crate::{Context, NDArray};
 
-fn arr(v: Vec<f32>, s: &[usize]) -> NDArray {
-    NDArray::from_vec(v, s, Context::default()).unwrap()
-}
-
 fn run(name: &str, ins: &[&NDArray], attrs: &[(&str, Attr)]) -> NDArray {
-    let def = DEFS.iter().find(|d| d.name == name).unwrap();
-    let attrs = Attrs(attrs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect());
-    let metas: Vec<Meta> = ins.iter().map(|x| Meta::of(x)).collect();
-    let want = def.infer_meta(&attrs, &metas).unwrap();
-    let opt: Vec<Option<NDArray>> = ins.iter().map(|x| Some((*x).clone())).collect();
-    let got = invoke_def(def, &opt, &attrs).unwrap();
-    assert_eq!(want, got.iter().map(Meta::of).collect::<Vec<_>>(), "{name}");
-    got.into_iter().next().unwrap()
+    run_checked(DEFS, name, ins, attrs).remove(0)
 }
 
 #[test]

@@ -14,13 +14,12 @@ mod rnn_cpu;
 #[cfg(test)]
 mod tests;
 
-use crate::autograd::{needs_record, record};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{
-    param, push_call, Aliases, Attrs, Example, Grad, GradArgs, Invocation, KernelFn, KernelSlot, Meta, OpCall, OpDef,
-    ParamDef, ParamKind as K,
+    param, push_call, record_table_grad, Aliases, Attrs, Example, Grad, GradArgs, Invocation, KernelFn, KernelSlot,
+    Meta, OpCall, OpDef, ParamDef, ParamKind as K,
 };
 use crate::ops::{self, BinOp, ReduceOp};
 use crate::shape::{norm_axis, Shape};
@@ -324,19 +323,7 @@ fn apply(def: &'static OpDef, ins: &[&NDArray], nums: &[f64], metas: &[Meta]) ->
         let orefs: Vec<&NDArray> = outs.iter().collect();
         push_call(OpCall::new(def, ins, &orefs).with_nums(nums))?;
     }
-    if let Grad::Fn(f) = def.grad {
-        if needs_record(ins) {
-            let inputs: Vec<NDArray> = ins.iter().map(|x| (*x).clone()).collect();
-            let (outputs, nums) = (outs.clone(), nums.to_vec());
-            let orefs: Vec<&NDArray> = outs.iter().collect();
-            record(
-                def.name,
-                ins,
-                &orefs,
-                Box::new(move |g| f(&GradArgs { def, inputs: &inputs, outputs: &outputs, out_grads: g, nums: &nums })),
-            );
-        }
-    }
+    record_table_grad(def, ins, &outs, nums);
     Ok(outs)
 }
 
