@@ -109,8 +109,9 @@ static ENABLED: AtomicU8 = AtomicU8::new(0);
 
 /// Whether eager fusion is on: opt-in with `FERROMX_FUSION=1` (never under
 /// `NaiveEngine`). It is off by default because a stress run of the Rust
-/// `ops_index` gradient checks failed 7 times in 60 with it on (0 in 60 off):
-/// some ordering between a fused chain and autograd's backward is still wrong.
+/// `ops_index` gradient checks failed 7 times in 60 with it on (0 in 60 off,
+/// and 0 in 60 on with `--test-threads=1`): frontend threads that share the
+/// one pending chain still race.
 pub fn enabled() -> bool {
     match ENABLED.load(Ordering::Relaxed) {
         1 => true,
