@@ -17,6 +17,7 @@ import numpy as _onp
 
 from .. import _native
 from .. import ndarray as _nd
+from ..base import MXNetError
 from .multiarray import _FLOATS, _default_float
 
 __all__ = [
@@ -50,12 +51,20 @@ def _arr(a):
     return asarray(a)
 
 
-def _call(op, arrays, **kw):
-    res = _native.invoke(op, list(arrays), **kw)
+def _call(op, arrays, _name=None, **kw):
+    """Runs operator ``op``; with ``_name``, an error at the call is prefixed with the public
+    function's name (the native message names the operator and the shapes)."""
+    try:
+        res = _native.invoke(op, list(arrays), **kw)
+    except MXNetError as err:
+        if _name is None:
+            raise
+        raise type(err)(f"linalg.{_name}: {err}") from None
     return tuple(res) if isinstance(res, list) else res
 
 
 def _square(name, a):
+    """For compositions that may not reach a native operator (``matrix_power``)."""
     if a.ndim < 2:
         raise ValueError(f"{name}: {a.ndim}-dimensional array given; array must be at least "
                          f"two-dimensional (shape {a.shape})")
@@ -77,37 +86,32 @@ def cholesky(a):
     """Lower Cholesky factor ``L`` (``a = L @ L.T``) of each symmetric positive-definite matrix
     (the lower triangle is read). A matrix that is not positive definite is an error."""
     a = _arr(a)
-    _square("cholesky", a)
-    return _call("_linalg_potrf", [a])
+    return _call("_linalg_potrf", [a], _name="cholesky")
 
 
 def inv(a):
     """Inverse of each square matrix; a singular matrix is an error (as MXNet)."""
     a = _arr(a)
-    _square("inv", a)
-    return _call("_linalg_inverse", [a])
+    return _call("_linalg_inverse", [a], _name="inv")
 
 
 def det(a):
     """Determinant of each square matrix."""
     a = _arr(a)
-    _square("det", a)
-    return _call("_linalg_det", [a])
+    return _call("_linalg_det", [a], _name="det")
 
 
 def slogdet(a):
     """``[sign, logabsdet]`` of each square matrix's determinant (a list, as MXNet)."""
     a = _arr(a)
-    _square("slogdet", a)
-    return list(_call("_linalg_slogdet", [a]))
+    return list(_call("_linalg_slogdet", [a], _name="slogdet"))
 
 
 def solve(a, b):
     """Solution ``x`` of ``a @ x = b``; ``b`` is a vector per matrix when it has one axis
     fewer than ``a``."""
     a, b = _arr(a), _arr(b)
-    _square("solve", a)
-    return _call("_npi_solve", [a, b])
+    return _call("_npi_solve", [a, b], _name="solve")
 
 
 def svd(a):
@@ -122,10 +126,9 @@ def eigh(a, UPLO="L"):
     """Eigenvalues (ascending) and eigenvectors (columns) of each symmetric matrix, reading the
     ``UPLO`` triangle."""
     a = _arr(a)
-    _square("eigh", a)
     if UPLO not in ("L", "U"):
         raise ValueError(f"eigh: UPLO argument must be 'L' or 'U', got {UPLO!r}")
-    return _call("_npi_eigh", [a], UPLO=UPLO)
+    return _call("_npi_eigh", [a], _name="eigh", UPLO=UPLO)
 
 
 def eigvalsh(a, UPLO="L"):
@@ -137,8 +140,7 @@ def eig(a):
     """Eigenvalues and unit eigenvectors (columns) of each square matrix. Complex eigenvalues
     are an error (as MXNet: ferromx arrays are real). The order may differ from LAPACK's."""
     a = _arr(a)
-    _square("eig", a)
-    return _call("_npi_eig", [a])
+    return _call("_npi_eig", [a], _name="eig")
 
 
 def eigvals(a):
@@ -148,12 +150,19 @@ def eigvals(a):
 
 def pinv(a, rcond=1e-15, hermitian=False):
     """Moore-Penrose pseudo-inverse from the SVD; singular values up to ``rcond`` times the
-    largest count as zero (``rcond`` a float or an array of the batch shape)."""
-    if hermitian:
-        raise NotImplementedError("pinv: hermitian is not supported yet (as in MXNet 1.9.1)")
+    largest count as zero (``rcond`` a float or an array of the batch shape). With
+    ``hermitian=True`` only the lower triangle is read, as NumPy (MXNet 1.9.1 raises)."""
     a = _arr(a)
     if a.ndim < 2:
         raise ValueError(f"pinv: the array must be at least two-dimensional (shape {a.shape})")
+    if hermitian:
+        # NumPy reads the lower triangle only (its eigh); the SVD of that symmetric matrix
+        # gives the same pseudo-inverse.
+        from . import tril
+
+        if a.shape[-1] != a.shape[-2]:
+            raise ValueError(f"pinv: hermitian=True needs square matrices (shape {a.shape})")
+        a = tril(a) + _t(tril(a, -1))
     if isinstance(rcond, numbers.Number):
         return _call("_npi_pinv", [a], rcond=float(rcond))
     r = _arr(rcond).astype(a._dtype_name)
@@ -297,8 +306,8 @@ def cond(x, p=None):
         s = _call("_npi_svdvals", [x])
         r = s.max(axis=-1) / s.min(axis=-1)
         return 1.0 / r if p == -2 else r
-    _square("cond", x)
-    return norm(x, p, axis=(-2, -1)) * norm(inv(x), p, axis=(-2, -1))
+    xinv = _call("_linalg_inverse", [x], _name="cond")
+    return norm(x, p, axis=(-2, -1)) * norm(xinv, p, axis=(-2, -1))
 
 
 def matrix_rank(A, tol=None, hermitian=False):
@@ -405,11 +414,12 @@ def multi_dot(arrays, *, out=None):
 
 
 def qr(a, mode="reduced"):
-    """QR factorization of each matrix (NumPy's ``reduced``/``complete``/``r`` modes;
-    Householder reflections with LAPACK's signs)."""
+    """QR factorization of each matrix (NumPy's ``reduced``/``complete``/``r``/``raw`` modes;
+    Householder reflections with LAPACK's signs). ``raw`` gives NumPy's ``(h, tau)``: ``h`` is
+    LAPACK's ``geqrf`` output transposed, ``tau`` the reflectors' scales."""
     a = _arr(a)
-    if mode not in ("reduced", "complete", "r"):
-        raise NotImplementedError(f"qr: mode={mode!r} is not supported (reduced, complete, r)")
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"qr: unrecognized mode {mode!r} (reduced, complete, r, raw)")
     if a.ndim < 2:
         raise ValueError(f"qr: the array must be at least two-dimensional (shape {a.shape})")
     return _call("_npi_qr", [a], mode=mode)
