@@ -4,6 +4,7 @@ bitwise operators and ``arcsinh``'s higher derivatives."""
 
 import json
 import os
+import re
 
 import ferromx as mx
 import numpy as onp
@@ -192,12 +193,12 @@ def test_bad_input_raises_clear_errors():
         np.linalg.solve(f64([[1.0, 2.0], [2.0, 4.0]]), f64([1.0, 1.0])).asnumpy()
     with pytest.raises(mx.base.MXNetError, match=r"_linalg_inverse.*float32 and float64"):
         np.linalg.inv(np.array([[1, 2], [3, 4]], dtype="int32"))
-    with pytest.raises(ValueError, match=r"inv.*square.*\(2, 3\)"):
+    with pytest.raises(ValueError, match=r"linalg.inv: .*\(2, 3\).*last two dimensions must be equal"):
         np.linalg.inv(np.ones((2, 3)))
     with pytest.raises(mx.base.MXNetError, match=r"_npi_solve.*rows"):
         np.linalg.solve(np.ones((3, 3)), np.ones(4))
-    with pytest.raises(NotImplementedError, match="hermitian"):
-        np.linalg.pinv(np.ones((2, 2)), hermitian=True)
+    with pytest.raises(ValueError, match=r"pinv.*hermitian.*\(2, 3\)"):
+        np.linalg.pinv(np.ones((2, 3)), hermitian=True)
     # a singular matrix: det 0, slogdet (0, -inf), as MXNet
     assert float(np.linalg.det(f64([[1.0, 2.0], [2.0, 4.0]]))) == 0.0
     s, l = np.linalg.slogdet(f64([[1.0, 2.0], [2.0, 4.0]]))
@@ -330,3 +331,42 @@ def test_arcsinh_higher_derivatives_are_analytic():
     close(g1, 1 / onp.sqrt(v * v + 1))
     close(g2, -v / (v * v + 1) ** 1.5)
     close(x.grad, (2 * v * v - 1) / (v * v + 1) ** 2.5)
+
+
+@pytest.mark.parametrize("fn", ["cholesky", "inv", "det", "slogdet", "eigh", "eig", "solve",
+                                "cond"])
+@pytest.mark.parametrize("shape", [(2, 3), (3,), (4, 2, 3)])
+def test_non_square_errors_name_function_operator_and_shape(fn, shape):
+    """The native shape inference's error, prefixed with the public function's name."""
+    a = np.ones(shape)
+    args = (a, np.ones(shape[:-1])) if fn == "solve" else (a,)
+    kw = {"p": 1} if fn == "cond" else {}
+    with pytest.raises(ValueError, match=rf"linalg\.{fn}: _\w+: .*{re.escape(str(shape))}"):
+        getattr(np.linalg, fn)(*args, **kw)
+
+
+def test_qr_raw_matches_numpy():
+    rs = onp.random.RandomState(5)
+    for shape in [(4, 3), (3, 5), (2, 4, 3), (3, 3)]:
+        a = rs.uniform(-1, 1, shape)
+        h, tau = np.linalg.qr(f64(a), mode="raw")
+        if len(shape) == 2:
+            eh, et = onp.linalg.qr(a, mode="raw")
+        else:  # NumPy 1.23's raw mode is 2-d only: one matrix at a time
+            pairs = [onp.linalg.qr(m, mode="raw") for m in a]
+            eh, et = onp.stack([p[0] for p in pairs]), onp.stack([p[1] for p in pairs])
+        assert h.shape == eh.shape and tau.shape == et.shape
+        close(h, eh, rtol=1e-10, atol=1e-12)
+        close(tau, et, rtol=1e-10, atol=1e-12)
+
+
+def test_pinv_hermitian_reads_the_lower_triangle_like_numpy():
+    rs = onp.random.RandomState(6)
+    b = rs.uniform(-1, 1, (2, 4, 4))
+    sym = b + b.transpose(0, 2, 1)
+    sym[:, 0, 3] += 5.0  # an upper-triangle entry NumPy ignores with hermitian=True
+    got = np.linalg.pinv(f64(sym), hermitian=True)
+    close(got, onp.linalg.pinv(sym, hermitian=True), rtol=1e-8, atol=1e-10)
+    # 2-d input, and the documented error for non-square input
+    close(np.linalg.pinv(f64(sym[0]), hermitian=True), onp.linalg.pinv(sym[0], hermitian=True),
+          rtol=1e-8, atol=1e-10)

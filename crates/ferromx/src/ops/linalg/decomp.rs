@@ -168,6 +168,7 @@ fn plan_qr(name: &str, ins: &[Meta], p: &[f64]) -> Result<Plan> {
     match p[0] as i64 {
         0 => Ok((vec![meta(a, &batch_with(a, &[m, k])), meta(a, &batch_with(a, &[k, n]))], vec![2, 2, 2])),
         1 => Ok((vec![meta(a, &batch_with(a, &[m, m])), a.clone()], vec![2, 2, 2])),
+        3 => Ok((vec![meta(a, &batch_with(a, &[n, m])), meta(a, &batch_with(a, &[k]))], vec![2, 2, 1])),
         _ => Ok((vec![meta(a, &batch_with(a, &[k, n]))], vec![2, 2])),
     }
 }
@@ -186,7 +187,8 @@ fn nums_of(def: &'static OpDef, attrs: &Attrs) -> Result<Vec<f64>> {
             K::Bool => Ok(inv.bool(p.name)? as i64 as f64),
             K::Str => {
                 let v = inv.str(p.name)?;
-                let choices: &[&str] = if p.name == "UPLO" { &["L", "U"] } else { &["reduced", "complete", "r"] };
+                let choices: &[&str] =
+                    if p.name == "UPLO" { &["L", "U"] } else { &["reduced", "complete", "r", "raw"] };
                 choices.iter().position(|c| *c == v).map(|i| i as f64).ok_or_else(|| {
                     Error::value(def.name, format!("{} must be one of {:?}, got '{v}'", p.name, choices))
                 })
@@ -271,7 +273,7 @@ const UPLO: &[ParamDef] = &[param("UPLO", K::Str, Some("'L'"), "Which triangle i
 const RCOND: &[ParamDef] =
     &[param("rcond", K::Float, Some("1e-15"), "Singular values up to rcond·max(s) count as zero.")];
 const QR_MODE: &[ParamDef] =
-    &[param("mode", K::Str, Some("'reduced'"), "'reduced', 'complete' or 'r' (NumPy's modes).")];
+    &[param("mode", K::Str, Some("'reduced'"), "'reduced', 'complete', 'r' or 'raw' (NumPy's modes).")];
 const SECOND: Grad = Grad::None("MXNet's factorization backward operators have no gradient of their own");
 const ZERO_GRAD: Grad = Grad::Fn(zero_grad);
 
@@ -339,7 +341,7 @@ pub static DEFS: &[OpDef] = &[
     la_def!("_npi_pinv", nd: [], &["A", "rcond"], &["output"], RCOND, plan_pinv, lapack::pinv, ZERO_GRAD,
         "Moore-Penrose pseudo-inverse of each matrix from its SVD (rcond a float or one per batch entry; MXNet's gradient is zero)."),
     la_def!("_npi_qr", nd: [], &["A"], &["q", "r"], QR_MODE, plan_qr, lapack::qr, Grad::None("MXNet's qr is a NumPy fallback without a gradient"),
-        "QR factorization of each matrix (Householder with LAPACK's signs, as NumPy); mode 'r' gives R only."),
+        "QR factorization of each matrix (Householder with LAPACK's signs, as NumPy); mode 'r' gives R only, 'raw' NumPy's (h, tau)."),
     la_def!("_npi_svdvals", nd: [], &["A"], &["s"], &[], plan_svdvals, lapack::svdvals, Grad::None("use svd for a differentiable spectrum"),
         "Singular values (descending) of each matrix (any shape)."),
 ];

@@ -204,6 +204,32 @@ fn column(v: &[f64]) -> Mat<f64> {
 fn householder_lq(a: &Mat<f64>, complete: bool) -> (Mat<f64>, Mat<f64>) {
     let (p, q) = (a.nrows(), a.ncols());
     let k = p.min(q);
+    let (w, refl) = householder_reflect(a);
+    let l = Mat::from_fn(p, k, |i, j| if j <= i { w[(i, j)] } else { 0.0 });
+    let rows = if complete { q } else { k };
+    let mut qm = Mat::from_fn(rows, q, |i, j| if i == j { 1.0 } else { 0.0 });
+    for s in (0..k).rev() {
+        let (v, tau) = &refl[s];
+        if *tau == 0.0 {
+            continue;
+        }
+        for i in 0..rows {
+            let d: f64 = (s..q).map(|j| qm[(i, j)] * v[j - s]).sum();
+            for j in s..q {
+                qm[(i, j)] -= tau * d * v[j - s];
+            }
+        }
+    }
+    (l, qm)
+}
+
+/// The Householder reflections of an LQ of `a` (LAPACK's `dlarfg` convention: `v[0] = 1`,
+/// `tau = (beta - alpha) / beta`): `w`'s lower trapezoid is `L`, `refl[s]` is row `s`'s
+/// reflector `(v, tau)`.
+#[allow(clippy::type_complexity)]
+fn householder_reflect(a: &Mat<f64>) -> (Mat<f64>, Vec<(Vec<f64>, f64)>) {
+    let (p, q) = (a.nrows(), a.ncols());
+    let k = p.min(q);
     let mut w = a.clone();
     let mut refl: Vec<(Vec<f64>, f64)> = Vec::with_capacity(k);
     for s in 0..k {
@@ -233,22 +259,7 @@ fn householder_lq(a: &Mat<f64>, complete: bool) -> (Mat<f64>, Mat<f64>) {
         }
         refl.push((v, tau));
     }
-    let l = Mat::from_fn(p, k, |i, j| if j <= i { w[(i, j)] } else { 0.0 });
-    let rows = if complete { q } else { k };
-    let mut qm = Mat::from_fn(rows, q, |i, j| if i == j { 1.0 } else { 0.0 });
-    for s in (0..k).rev() {
-        let (v, tau) = &refl[s];
-        if *tau == 0.0 {
-            continue;
-        }
-        for i in 0..rows {
-            let d: f64 = (s..q).map(|j| qm[(i, j)] * v[j - s]).sum();
-            for j in s..q {
-                qm[(i, j)] -= tau * d * v[j - s];
-            }
-        }
-    }
-    (l, qm)
+    (w, refl)
 }
 
 /// Flips each row of `u` so that its largest-magnitude entry (first on ties) is positive.
@@ -412,10 +423,22 @@ pub(super) fn gelqf(m: &[Mat<f64>], _p: &[f64]) -> Result<Vec<Mat<f64>>, String>
     Ok(vec![q, l])
 }
 
-/// `_npi_qr`: param 0 the mode (0 reduced, 1 complete, 2 r); outputs (Q, R) or (R).
+/// `_npi_qr`: param 0 the mode (0 reduced, 1 complete, 2 r, 3 raw); outputs (Q, R), (R) or,
+/// raw, NumPy's `(h, tau)`: `h` (`n×m`) is LAPACK's `geqrf` result transposed (R on and
+/// above the diagonal of `hᵀ`, the reflectors' tails below it), `tau` the reflectors' scales.
 pub(super) fn qr(m: &[Mat<f64>], p: &[f64]) -> Result<Vec<Mat<f64>>, String> {
     let a = &m[0];
     let mode = p[0] as i64;
+    if mode == 3 {
+        let (mut h, refl) = householder_reflect(&tr(a.as_ref()));
+        for (s, (v, _)) in refl.iter().enumerate() {
+            for (j, vj) in v.iter().enumerate().skip(1) {
+                h[(s, s + j)] = *vj;
+            }
+        }
+        let taus: Vec<f64> = refl.iter().map(|(_, t)| *t).collect();
+        return Ok(vec![h, column(&taus)]);
+    }
     let (l, q) = householder_lq(&tr(a.as_ref()), mode == 1);
     let r = tr(l.as_ref());
     let r = if mode == 1 {
