@@ -374,6 +374,16 @@ def record_custom(
 ) -> None:
     """Records an ``autograd.Function`` node whose gradient calls ``func(*output_grads)``."""
 
+def autograd_graph(
+    heads: Sequence[NDArray],
+) -> tuple[
+    list[tuple[str, str | None, dict[str, str], list[tuple[int, int]], bool]],
+    list[tuple[int, int]],
+]:
+    """The recorded computation of ``heads`` for ``autograd.get_symbol``: nodes
+    ``(kind, op, attrs, inputs, annotated)`` (kind ``'var'``, ``'null'`` or ``'op'``), inputs
+    first, and the heads as ``(node index, output index)``."""
+
 # -------------------------------------------------------------------- engine and random
 def seed(seed: int, ctx: str | None = None) -> None:
     """Seeds the random generators (of ``ctx``, or all)."""

@@ -4,22 +4,34 @@ The tape lives in Rust; ``backward()`` pushes gradient operators to the engine
 and returns as soon as they are pushed.
 """
 
-from contextlib import contextmanager
 
 from . import _native
 from .ndarray import NDArray
 
-__all__ = ["record", "pause", "train_mode", "predict_mode", "is_recording", "is_training",
-           "backward", "grad", "mark_variables", "set_recording", "set_training", "Function",
-           "get_symbol", "NDArray"]  # MXNet's star import also hands out NDArray
+__all__ = [
+    "Function",
+    "NDArray",
+    "backward",
+    "get_symbol",
+    "grad",
+    "is_recording",
+    "is_training",
+    "mark_variables",
+    "pause",
+    "predict_mode",
+    "record",
+    "set_recording",
+    "set_training",
+    "train_mode",
+]  # MXNet's star import also hands out NDArray
 
 
-def set_recording(is_recording):  # noqa: F811 - MXNet's name
+def set_recording(is_recording):
     """Sets recording; returns the previous state."""
     return _native.set_recording(bool(is_recording))
 
 
-def set_training(train_mode):  # noqa: F811
+def set_training(train_mode):
     """Sets training mode; returns the previous state."""
     return _native.set_training(bool(train_mode))
 
@@ -53,17 +65,17 @@ class _Scope:
             _native.set_training(prev_t)
 
 
-def record(train_mode=True):  # noqa: F811
+def record(train_mode=True):
     """Records operations for differentiation (and sets training mode)."""
     return _Scope(True, train_mode)
 
 
-def pause(train_mode=False):  # noqa: F811
+def pause(train_mode=False):
     """Stops recording inside a ``record()`` block."""
     return _Scope(False, train_mode)
 
 
-def train_mode():  # noqa: F811
+def train_mode():
     """Training mode without changing recording."""
     return _Scope(None, True)
 
@@ -79,7 +91,7 @@ def _as_list(x):
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
-def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # noqa: F811
+def backward(heads, head_grads=None, retain_graph=False, train_mode=True):
     """Backpropagates from ``heads`` into the ``.grad`` of marked variables."""
     heads = _as_list(heads)
     hg = _as_list(head_grads) or [None] * len(heads)
@@ -87,7 +99,7 @@ def backward(heads, head_grads=None, retain_graph=False, train_mode=True):  # no
 
 
 def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=False,
-         train_mode=True):  # noqa: F811
+         train_mode=True):
     """Gradients of ``heads`` with respect to ``variables`` (returned, not stored): a list
     with one gradient per variable, also for a single variable (as MXNet returns)."""
     heads = _as_list(heads)
@@ -112,11 +124,40 @@ def mark_variables(variables, gradients, grad_reqs="write"):
 
 
 def get_symbol(x):
-    """Not supported: ferromx's autograd tape is not turned into a ``Symbol``."""
-    raise NotImplementedError(
-        "autograd.get_symbol: ferromx does not convert the recorded tape into a Symbol; "
-        "build the graph with mx.sym, or export a hybridized HybridBlock"
-    )
+    """The :class:`~ferromx.symbol.Symbol` of the recorded computation that produced ``x``
+    (a list of arrays gives a group), as MXNet's ``autograd.get_symbol``.
+
+    Variables (arrays with ``attach_grad``) become ``var<k>`` variables, arrays that
+    entered the computation without being part of the graph ``null<k>`` variables, and
+    each recorded operator call a node ``node_<k>`` with the operator's name and the
+    attributes it was called with. Raises ``MXNetError`` for a recorded step whose
+    attributes ferromx does not keep (advanced indexing, custom ``Function`` s).
+    """
+    from .base import MXNetError
+    from .symbol import _spec
+    from .symbol.symbol import Symbol, _Node
+
+    single = isinstance(x, NDArray)
+    heads = [x] if single else list(x)
+    try:
+        nodes, head_refs = _native.autograd_graph(heads)
+    except MXNetError as err:
+        raise MXNetError(f"autograd.get_symbol: {err}") from None
+    built, n_var, n_op = [], 0, 0
+    for kind, op, attrs, inputs, annotated in nodes:
+        if kind != "op":
+            built.append(_Node(None, f"{'var' if kind == 'var' else 'null'}{n_var}"))
+            n_var += 1
+            continue
+        if not annotated:
+            raise MXNetError(
+                f"autograd.get_symbol: the recorded step '{op}' was not made by an operator "
+                "call whose attributes ferromx keeps (advanced indexing or a custom "
+                "autograd.Function); build this part of the graph with mx.sym")
+        built.append(_Node(_spec.resolve(op), f"node_{n_op}", attrs,
+                           [(built[i], k) for i, k in inputs]))
+        n_op += 1
+    return Symbol([(built[i], k) for i, k in head_refs])
 
 
 class Function:

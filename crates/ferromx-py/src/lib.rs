@@ -158,6 +158,31 @@ fn backward(
         .collect()
 }
 
+/// The recorded computation of `heads` for `autograd.get_symbol`: `(nodes, heads)`, each
+/// node `(kind, op, attrs, inputs, annotated)` with kind `'var'`, `'null'` or `'op'`, inputs
+/// and heads as `(node index, output index)`, nodes inputs first.
+#[pyfunction]
+fn autograd_graph<'py>(py: Python<'py>, heads: Vec<PyRef<'_, PyND>>) -> PyResult<Bound<'py, PyTuple>> {
+    let h: Vec<ferromx::NDArray> = heads.iter().map(|x| x.a.clone()).collect();
+    let g = autograd::graph(&h).map_err(to_py_err)?;
+    let nodes = PyList::empty(py);
+    for n in &g.nodes {
+        let attrs = PyDict::new(py);
+        let (kind, op, annotated) = match &n.kind {
+            autograd::SymKind::Var => ("var", None, true),
+            autograd::SymKind::Const => ("null", None, true),
+            autograd::SymKind::Op { op, attrs: a, annotated } => {
+                for (k, v) in a {
+                    attrs.set_item(k, v)?;
+                }
+                ("op", Some(op.clone()), *annotated)
+            }
+        };
+        nodes.append((kind, op, attrs, n.inputs.clone(), annotated))?;
+    }
+    PyTuple::new(py, [nodes.into_any(), g.heads.clone().into_pyobject(py)?.into_any()])
+}
+
 /// Marks arrays as variables with given gradient buffers and requests.
 #[pyfunction]
 fn mark_variables(vars: Vec<PyRef<'_, PyND>>, grads: Vec<PyRef<'_, PyND>>, reqs: Vec<String>) -> PyResult<()> {
@@ -263,6 +288,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_fusion, m)?)?;
     m.add_function(wrap_pyfunction!(fusion_pending, m)?)?;
     m.add_function(wrap_pyfunction!(invoke_np, m)?)?;
+    m.add_function(wrap_pyfunction!(autograd_graph, m)?)?;
     m.add_function(wrap_pyfunction!(table::op_table, m)?)?;
     m.add_function(wrap_pyfunction!(table::op_infer, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::array_from_buffer, m)?)?;

@@ -54,7 +54,9 @@ pub fn wrap_as(py: Python<'_>, a: NDArray, np: bool) -> PyResult<Py<PyND>> {
 /// (a view, recorded for autograd); NumPy-semantics results keep their 0-d shape.
 pub fn legacy_shape(a: NDArray, lift: bool) -> PyResult<NDArray> {
     if lift && a.ndim() == 0 {
-        return ops::reshape_to(&a, Shape::new(&[1])).map_err(to_py_err);
+        let out = ops::reshape_to(&a, Shape::new(&[1])).map_err(to_py_err)?;
+        ferromx::autograd::annotate_as(&a, &out);
+        return Ok(out);
     }
     Ok(a)
 }

@@ -13,9 +13,13 @@ use crate::error::{Error, Result};
 use crate::ndarray::{ArrayInner, NDArray};
 use crate::ops;
 use parking_lot::Mutex;
+
+mod symbolic;
 use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
+use symbolic::NodeSym;
+pub use symbolic::{annotate, annotate_as, graph, SymGraph, SymKind, SymNode};
 
 thread_local! {
     static RECORDING: Cell<bool> = const { Cell::new(false) };
@@ -89,6 +93,8 @@ pub(crate) struct Node {
     outputs: Vec<(crate::Shape, crate::DType, crate::Context)>,
     backward: Mutex<Option<Arc<BackwardFn>>>,
     leaf: Option<Weak<ArrayInner>>,
+    /// The frontend call that made this node's outputs (for `get_symbol`).
+    sym: Mutex<Option<NodeSym>>,
 }
 
 /// Whether an op on `inputs` should be recorded (recording on and some input
@@ -106,6 +112,7 @@ pub fn record(name: &'static str, inputs: &[&NDArray], outputs: &[&NDArray], bac
         outputs: outputs.iter().map(|o| (o.shape().clone(), o.dtype(), o.ctx())).collect(),
         backward: Mutex::new(Some(Arc::new(backward))),
         leaf: None,
+        sym: Mutex::new(None),
     });
     for (i, o) in outputs.iter().enumerate() {
         o.0.ag.lock().entry = Some(Entry { node: node.clone(), index: i });
@@ -128,6 +135,7 @@ impl NDArray {
             outputs: vec![(self.shape().clone(), self.dtype(), self.ctx())],
             backward: Mutex::new(None),
             leaf: Some(Arc::downgrade(&self.0)),
+            sym: Mutex::new(None),
         });
         let mut ag = self.0.ag.lock();
         ag.entry = if req == GradReq::Null { None } else { Some(Entry { node, index: 0 }) };

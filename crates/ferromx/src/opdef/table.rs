@@ -54,7 +54,13 @@ pub fn invoke(name: &str, inputs: &[Option<NDArray>], attrs: &Attrs) -> Result<V
 /// Runs a definition on `inputs` with `attrs`; errors name the operator.
 pub fn invoke_def(def: &'static OpDef, inputs: &[Option<NDArray>], attrs: &Attrs) -> Result<Vec<NDArray>> {
     check_attrs(def, attrs)?;
-    (def.forward)(&Invocation { def, inputs, attrs }).map_err(|e| e.in_op(def.name))
+    let outs = (def.forward)(&Invocation { def, inputs, attrs }).map_err(|e| e.in_op(def.name))?;
+    if crate::autograd::is_recording() {
+        let ins: Vec<Option<&NDArray>> = inputs.iter().map(|x| x.as_ref()).collect();
+        let orefs: Vec<&NDArray> = outs.iter().collect();
+        crate::autograd::annotate(def.name, attrs, &ins, &orefs);
+    }
+    Ok(outs)
 }
 
 /// Attributes the definition does not declare are an error naming them.

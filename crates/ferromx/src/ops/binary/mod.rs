@@ -265,6 +265,11 @@ pub fn binary(op: BinOp, a: &NDArray, b: &NDArray) -> Result<NDArray> {
 
 /// Records `def`'s gradient function for one call.
 fn record_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64]) {
+    let attrs = match nums.first() {
+        Some(&s) => crate::opdef::Attrs(vec![("scalar".into(), crate::opdef::Attr::Float(s))]),
+        None => crate::opdef::Attrs::default(),
+    };
+    let opt: Vec<Option<&NDArray>> = ins.iter().map(|x| Some(*x)).collect();
     let inputs: Vec<NDArray> = ins.iter().map(|x| (*x).clone()).collect();
     let (o, nums) = (out.clone(), nums.to_vec());
     record(
@@ -279,6 +284,7 @@ fn record_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64
             }
         }),
     );
+    crate::autograd::annotate(def.name, &attrs, &opt, &[out]);
 }
 
 /// [`scalar_op`] as a user's `x + 1` means it: arithmetic on a bool array

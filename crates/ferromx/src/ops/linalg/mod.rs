@@ -61,17 +61,20 @@ pub fn dot(a: &NDArray, b: &NDArray, transpose_a: bool, transpose_b: bool) -> Re
             &[a, b],
             &[&out],
             Box::new(move |g| {
-                let g2 = g[0].view_as(Shape::new(&[m, n]), 0);
-                let a2 =
-                    if transpose_a { ac.view_as(Shape::new(&[ka, m]), 0) } else { ac.view_as(Shape::new(&[m, ka]), 0) };
-                let b2 =
-                    if transpose_b { bc.view_as(Shape::new(&[n, ka]), 0) } else { bc.view_as(Shape::new(&[ka, n]), 0) };
+                // Recorded reshapes (views when nothing records), so that the
+                // gradient is differentiable again under `create_graph`.
+                let g2 = ops::reshape_to(&g[0], Shape::new(&[m, n]))?;
+                let a2 = ops::reshape_to(&ac, Shape::new(&if transpose_a { [ka, m] } else { [m, ka] }))?;
+                let b2 = ops::reshape_to(&bc, Shape::new(&if transpose_b { [n, ka] } else { [ka, n] }))?;
                 // d(op(a)) = g·op(b)ᵀ ; d(op(b)) = op(a)ᵀ·g
                 let ga =
                     if transpose_a { dot(&b2, &g2, transpose_b, true)? } else { dot(&g2, &b2, false, !transpose_b)? };
                 let gb =
                     if transpose_b { dot(&g2, &a2, true, transpose_a)? } else { dot(&a2, &g2, !transpose_a, false)? };
-                Ok(vec![Some(ga.view_as(ac.shape().clone(), 0)), Some(gb.view_as(bc.shape().clone(), 0))])
+                Ok(vec![
+                    Some(ops::reshape_to(&ga, ac.shape().clone())?),
+                    Some(ops::reshape_to(&gb, bc.shape().clone())?),
+                ])
             }),
         );
     }

@@ -76,19 +76,28 @@ pub fn fully_connected(
             &inputs,
             &[&out],
             Box::new(move |g| {
-                let g2 = g[0].view_as(Shape::new(&[rows, num_hidden]), 0);
-                let x2 = x.view_as(Shape::new(&[rows, inp]), 0);
+                // Recorded reshapes (views when nothing records): with
+                // `create_graph` the gradient is itself differentiable in the
+                // head gradient, the data and the weight.
+                let g2 = ops::reshape_to(&g[0], Shape::new(&[rows, num_hidden]))?;
                 // Weight and bias gradients are pushed before the data gradient:
                 // a data-parallel trainer can start reducing them while the data
                 // gradient (and the layers below) still run.
-                let dw = if need_dw { Some(ops::dot(&g2, &x2, true, false)?) } else { None };
+                let dw = if need_dw {
+                    Some(ops::dot(&g2, &ops::reshape_to(&x, Shape::new(&[rows, inp]))?, true, false)?)
+                } else {
+                    None
+                };
                 let db = if has_bias && need_db {
                     Some(ops::reduce(ReduceOp::Sum, &g2, Some(&[0]), false, false)?)
                 } else {
                     None
                 };
-                let dx =
-                    if need_dx { Some(ops::dot(&g2, &w, false, false)?.view_as(x.shape().clone(), 0)) } else { None };
+                let dx = if need_dx {
+                    Some(ops::reshape_to(&ops::dot(&g2, &w, false, false)?, x.shape().clone())?)
+                } else {
+                    None
+                };
                 let mut r = vec![dx, dw];
                 if has_bias {
                     r.push(db);

@@ -104,11 +104,8 @@ fn softmax_ce_as(which: usize, pred: &NDArray, label: &NDArray) -> Result<NDArra
                 // d/dx = (softmax - onehot) * g
                 let oh = ops::one_hot(&lb, c, 1.0, 0.0, dt)?;
                 let d = ops::sub(&pr, &oh)?;
-                let gg = if which == 6 {
-                    g[0].view_as(Shape::new(&[1, 1]), 0)
-                } else {
-                    g[0].view_as(Shape::new(&[n, 1]), 0)
-                };
+                let gshape = if which == 6 { [1, 1] } else { [n, 1] };
+                let gg = ops::reshape_to(&g[0], Shape::new(&gshape))?;
                 Ok(vec![Some(ops::mul(&d, &gg)?), None])
             }),
         );

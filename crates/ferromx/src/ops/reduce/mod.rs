@@ -166,17 +166,17 @@ pub fn reduce(op: ReduceOp, x: &NDArray, axes: Option<&[i64]>, keepdims: bool, e
             &[x],
             &[&out],
             Box::new(move |g| {
-                let g = reshape_keep(&g[0], &kshape);
+                let g = reshape_keep(&g[0], &kshape)?;
                 let gb = ops::broadcast_to(&g, xc.shape().clone())?;
                 let r = match op {
                     ReduceOp::Sum | ReduceOp::NanSum => gb,
                     ReduceOp::Mean => ops::scalar(BinOp::Div, &gb, total.max(1) as f64)?,
                     ReduceOp::Prod | ReduceOp::NanProd => {
-                        let y = ops::broadcast_to(&reshape_keep(&oc, &kshape), xc.shape().clone())?;
+                        let y = ops::broadcast_to(&reshape_keep(&oc, &kshape)?, xc.shape().clone())?;
                         ops::mul(&gb, &ops::div(&y, &xc)?)?
                     }
                     ReduceOp::Max | ReduceOp::Min => {
-                        let y = ops::broadcast_to(&reshape_keep(&oc, &kshape), xc.shape().clone())?;
+                        let y = ops::broadcast_to(&reshape_keep(&oc, &kshape)?, xc.shape().clone())?;
                         ops::mul(&gb, &ops::binary(BinOp::Eq, &xc, &y)?)?
                     }
                 };
@@ -187,8 +187,10 @@ pub fn reduce(op: ReduceOp, x: &NDArray, axes: Option<&[i64]>, keepdims: bool, e
     Ok(out)
 }
 
-fn reshape_keep(x: &NDArray, s: &Shape) -> NDArray {
-    x.view_as(s.clone(), 0)
+/// A recorded reshape (a view when nothing records): backward closures use it so that
+/// the gradient stays differentiable under `create_graph`.
+fn reshape_keep(x: &NDArray, s: &Shape) -> Result<NDArray> {
+    ops::reshape_to(x, s.clone())
 }
 
 /// Index of the max (or min) along `axis` (None: flattened), as float32 like MXNet's `nd.argmax`.
@@ -246,11 +248,11 @@ pub fn norm(x: &NDArray, ord: u32, axes: Option<&[i64]>, keepdims: bool) -> Resu
             &[x],
             &[&out],
             Box::new(move |g| {
-                let gb = ops::broadcast_to(&reshape_keep(&g[0], &kshape), xc.shape().clone())?;
+                let gb = ops::broadcast_to(&reshape_keep(&g[0], &kshape)?, xc.shape().clone())?;
                 let d = if ord == 1 {
                     ops::unary(UnaryOp::Sign, &xc)?
                 } else {
-                    let y = ops::broadcast_to(&reshape_keep(&oc, &kshape), xc.shape().clone())?;
+                    let y = ops::broadcast_to(&reshape_keep(&oc, &kshape)?, xc.shape().clone())?;
                     ops::div(&xc, &y)?
                 };
                 Ok(vec![Some(ops::mul(&gb, &d)?)])

@@ -22,6 +22,9 @@ pub fn reshape_to(x: &NDArray, shape: Shape) -> Result<NDArray> {
     if needs_record(&[x]) {
         let s = x.shape().clone();
         record("reshape", &[x], &[&out], Box::new(move |g| Ok(vec![Some(reshape_to(&g[0], s.clone())?)])));
+        let dims: Vec<i64> = out.dims().iter().map(|&d| d as i64).collect();
+        let attrs = crate::opdef::Attrs(vec![("shape".into(), crate::opdef::Attr::Ints(dims))]);
+        crate::autograd::annotate("reshape", &attrs, &[Some(x)], &[&out]);
     }
     Ok(out)
 }
@@ -379,7 +382,7 @@ fn slice_steps_as(def: &'static OpDef, x: &NDArray, spec: &[(usize, usize, usize
         push_call(OpCall::new(def, &[x], &[&out]).with_ints(&ints))?;
     }
     if needs_record(&[x]) {
-        let (xshape, spec) = (x.shape().clone(), spec.to_vec());
+        let (xshape, spec_v) = (x.shape().clone(), spec.to_vec());
         let (xdt, xctx) = (x.dtype(), x.ctx());
         record(
             def.name,
@@ -387,12 +390,35 @@ fn slice_steps_as(def: &'static OpDef, x: &NDArray, spec: &[(usize, usize, usize
             &[&out],
             Box::new(move |g| {
                 let z = ops::zeros(xshape.clone(), xdt, xctx)?;
-                slice_assign(&z, &spec, &g[0])?;
+                slice_assign(&z, &spec_v, &g[0])?;
                 Ok(vec![Some(z)])
             }),
         );
+        annotate_slice(x, spec, &out);
     }
     Ok(out)
+}
+
+/// Annotates a recorded slice as MXNet's `slice(begin, end, step)` over the leading axes
+/// up to the last sliced one (for `autograd.get_symbol`); negative steps stay unannotated.
+fn annotate_slice(x: &NDArray, spec: &[(usize, usize, usize, i64)], out: &NDArray) {
+    let Some(last) = spec.iter().map(|s| s.0).max() else { return };
+    if spec.iter().any(|s| s.3 < 0) {
+        return;
+    }
+    let mut begin: Vec<i64> = vec![0; last + 1];
+    let mut end: Vec<i64> = x.dims()[..=last].iter().map(|&d| d as i64).collect();
+    let mut step: Vec<i64> = vec![1; last + 1];
+    for &(ax, b, e, st) in spec {
+        (begin[ax], end[ax], step[ax]) = (b as i64, e as i64, st);
+    }
+    use crate::opdef::{Attr, Attrs};
+    let attrs = Attrs(vec![
+        ("begin".into(), Attr::Ints(begin)),
+        ("end".into(), Attr::Ints(end)),
+        ("step".into(), Attr::Ints(step)),
+    ]);
+    crate::autograd::annotate("slice", &attrs, &[Some(x)], &[out]);
 }
 
 /// Writes `v` (broadcast) into the strided region of `dst` described by `spec`, in place.

@@ -422,7 +422,7 @@ fn forward_split(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
             &[d],
             &refs,
             Box::new(move |g| {
-                let parts: Vec<NDArray> = g.iter().map(|x| x.view_as(Shape::new(&part), 0)).collect();
+                let parts: Vec<NDArray> = g.iter().map(|x| reshape_to(x, Shape::new(&part))).collect::<Result<_>>()?;
                 Ok(vec![Some(concat(&parts, ax as i64)?)])
             }),
         );

@@ -224,7 +224,7 @@ fn record_values(name: &'static str, x: &NDArray, outs: &[&NDArray], perm: NDArr
         outs,
         Box::new(move |g| {
             let r = scatter_back(&g[0], &perm, &sshape, outer, n, inner, k)?;
-            Ok(vec![Some(r.view_as(xshape.clone(), 0))])
+            Ok(vec![Some(crate::ops::reshape_to(&r, xshape.clone())?)])
         }),
     );
 }

@@ -256,6 +256,9 @@ pub(crate) fn unary_as(call_def: &'static OpDef, op: UnaryOp, x: &NDArray) -> Re
                 }
             }),
         );
+        // The function's own name: an operator naming it by a parameter (`Activation`)
+        // annotates its call itself when invoked from the table.
+        crate::autograd::annotate(def.name, &crate::opdef::Attrs::default(), &[Some(&x)], &[&out]);
     }
     Ok(out)
 }
