@@ -167,7 +167,8 @@ def test_get_symbol_structure_matches_mxnet():
     assert [n["op"] for n in got["nodes"]] == [n["op"] for n in ref["json"]["nodes"]]
     assert [n["inputs"] for n in got["nodes"]] == [n["inputs"] for n in ref["json"]["nodes"]]
     # MXNet numbers var<k>/null<k>/node_<k> with process-wide counters; ferromx per graph
-    assert [_kind(n["name"]) for n in got["nodes"]] == [_kind(n["name"]) for n in ref["json"]["nodes"]]
+    kinds = [_kind(n["name"]) for n in got["nodes"]]
+    assert kinds == [_kind(n["name"]) for n in ref["json"]["nodes"]]
     assert [n["name"] for n in got["nodes"]][:4] == ["var0", "var1", "var2", "node_0"]
     assert got["arg_nodes"] == ref["json"]["arg_nodes"]
     assert got["heads"] == ref["json"]["heads"]

@@ -193,7 +193,7 @@ def test_bad_input_raises_clear_errors():
         np.linalg.solve(f64([[1.0, 2.0], [2.0, 4.0]]), f64([1.0, 1.0])).asnumpy()
     with pytest.raises(mx.base.MXNetError, match=r"_linalg_inverse.*float32 and float64"):
         np.linalg.inv(np.array([[1, 2], [3, 4]], dtype="int32"))
-    with pytest.raises(ValueError, match=r"linalg.inv: .*\(2, 3\).*last two dimensions must be equal"):
+    with pytest.raises(ValueError, match=r"linalg.inv: .*\(2, 3\).*last two dimensions must be"):
         np.linalg.inv(np.ones((2, 3)))
     with pytest.raises(mx.base.MXNetError, match=r"_npi_solve.*rows"):
         np.linalg.solve(np.ones((3, 3)), np.ones(4))
