@@ -108,9 +108,12 @@ def grad(heads, variables, head_grads=None, retain_graph=None, create_graph=Fals
     if retain_graph is None:
         retain_graph = create_graph
     res = _native.backward(heads, hg, retain_graph, create_graph, train_mode, variables)
-    from .ndarray import zeros_like
+    for i, r in enumerate(res):
+        if r is None:  # MXNet raises too: a zero here would hide a disconnected graph
+            from .base import MXNetError
 
-    res = [r if r is not None else zeros_like(v) for r, v in zip(res, variables)]
+            raise MXNetError(f"autograd.grad: cannot differentiate with respect to variable {i} "
+                             f"(shape {variables[i].shape}): it is unreachable from the heads")
     return res
 
 

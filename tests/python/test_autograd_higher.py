@@ -227,3 +227,19 @@ def test_get_symbol_errors_are_clear():
         y = Twice()(x)
     with pytest.raises(mx.base.MXNetError, match="get_symbol.*custom"):
         autograd.get_symbol(y)
+
+
+def test_grad_of_unreachable_variable_raises_and_index_inputs_get_zeros():
+    """As MXNet: an unreachable variable is an error (a zero would hide a disconnected
+    graph); a reached input without a gradient (pick's index) gets zeros."""
+    x, z = nd.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]), nd.ones((2,))
+    idx = nd.array([0, 2])
+    for a in (x, z, idx):
+        a.attach_grad()
+    with autograd.record():
+        y = nd.pick(x, idx) * 2
+    with pytest.raises(mx.base.MXNetError, match=r"variable 1 \(shape \(2,\)\).*unreachable"):
+        autograd.grad(y, [x, z], retain_graph=True)
+    gx, gi = autograd.grad(y, [x, idx])
+    onp.testing.assert_array_equal(gx.asnumpy(), [[2, 0, 0], [0, 0, 2]])
+    onp.testing.assert_array_equal(gi.asnumpy(), [0, 0])

@@ -185,7 +185,8 @@ fn node_key(n: &Arc<Node>) -> usize {
 }
 
 /// Runs backward from `heads`. With `variables = Some(v)`, returns the
-/// gradients of `v` instead of writing `.grad` buffers (`autograd.grad`).
+/// gradients of `v` instead of writing `.grad` buffers (`autograd.grad`): zeros for a
+/// variable the heads reach without a gradient arriving, `None` for an unreachable one.
 pub fn backward(
     heads: &[NDArray],
     head_grads: &[Option<NDArray>],
@@ -305,7 +306,22 @@ pub fn backward(
             }
         }
         Ok(match variables {
-            Some(vars) => vars.iter().map(|v| var_grads.get(&(Arc::as_ptr(&v.0) as usize)).cloned()).collect(),
+            // A variable the heads reach but no gradient arrived at (an index input of
+            // `pick`, ...) gets zeros, as in MXNet; an unreachable one stays `None`.
+            Some(vars) => vars
+                .iter()
+                .map(|v| match var_grads.get(&(Arc::as_ptr(&v.0) as usize)) {
+                    Some(g) => Ok(Some(g.clone())),
+                    None => {
+                        let reached = v.0.ag.lock().entry.as_ref().is_some_and(|e| seen.contains(&node_key(&e.node)));
+                        if reached {
+                            ops::zeros_like(v).map(Some)
+                        } else {
+                            Ok(None)
+                        }
+                    }
+                })
+                .collect::<Result<Vec<_>>>()?,
             None => vec![],
         })
     })();

@@ -160,7 +160,11 @@ enum Item {
 type Key = (usize, usize);
 
 /// The node key and output index an item resolves to, and its inputs when it is an operator.
-fn resolve(item: &Item) -> Result<(Key, usize, Option<(SymKind, Vec<Item>)>)> {
+/// What an item resolves to: its key, its output index, and (for an operator) its kind
+/// and inputs.
+type Resolved = (Key, usize, Option<(SymKind, Vec<Item>)>);
+
+fn resolve(item: &Item) -> Result<Resolved> {
     match item {
         Item::Const(w) => Ok(((w.as_ptr() as usize, 0), 0, None)),
         Item::Anon(n, pos) => Ok(((*n, pos + 1), 0, None)),
