@@ -28,6 +28,7 @@ Design (see ``dataloader.py`` for how it is used):
   than ``timeout`` raises :class:`DataLoaderTimeoutError`; neither can hang.
 """
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -101,6 +102,11 @@ def _host_collate(data):
     if isinstance(first, NDArray):
         from ... import ndarray as nd
 
+        shape, dt = first.shape, first._dtype_name
+        if dt != "bfloat16" and all(
+                isinstance(d, NDArray) and d.shape == shape and d._dtype_name == dt
+                for d in data):
+            return ("stack", data)  # stacked by _to_shared straight into the shared block
         return ("nd", nd.stack(*data).asnumpy())
     if isinstance(first, tuple):
         return ("list", [_host_collate(list(field)) for field in zip(*data)])
@@ -128,9 +134,35 @@ def _pack(tree, leaves):
     if kind in ("nd", "np"):
         leaves.append(np.ascontiguousarray(val))
         return (kind, len(leaves) - 1)
+    if kind == "stack":
+        leaves.append(_Stack(val))
+        return ("nd", len(leaves) - 1)
     if kind in ("list", "tuple"):
         return (kind, [_pack(t, leaves) for t in val])
     return tree
+
+
+class _Stack:
+    """Same-shaped NDArray samples to be stacked: each is copied by the engine straight into
+    its slot of the shared block (no stacked array, no intermediate host copy)."""
+
+    def __init__(self, arrays):
+        from ...ndarray.ndarray import _np_dtype
+
+        self.arrays = arrays
+        self.shape = (len(arrays),) + tuple(arrays[0].shape)
+        self.dtype = np.dtype(_np_dtype(arrays[0]._dtype_name))
+        self.nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
+
+    def write(self, out):
+        tickets = []
+        try:
+            for i, a in enumerate(self.arrays):
+                tickets.append(a._copy_out(out[i].reshape(-1).view(np.uint8), "DataLoader"))
+            for t in tickets:
+                t.finish()
+        finally:  # no view of the block may outlive this call (the block is closed after)
+            del tickets, out
 
 
 def _to_shared(tree):
@@ -145,9 +177,17 @@ def _to_shared(tree):
     shm = shared_memory.SharedMemory(create=True, size=max(offset, 1))
     try:
         for a, (off, shape, dt) in zip(leaves, specs):
-            np.ndarray(shape, dt, buffer=shm.buf, offset=off)[...] = a
+            out = np.ndarray(shape, dt, buffer=shm.buf, offset=off)
+            try:
+                if isinstance(a, _Stack):
+                    a.write(out)
+                else:
+                    out[...] = a
+            finally:
+                del out
     except BaseException:
-        shm.close()
+        with contextlib.suppress(BufferError):  # a view held by a traceback: leave it mapped
+            shm.close()
         shm.unlink()
         raise
     name = shm.name
