@@ -11,7 +11,8 @@ Workloads (the data is generated once, in a temporary directory, by ferromx):
   the DataLoader's construction (all worker start-up included), and over a second epoch. Also MXNet's ``ImageRecordIter`` on the same images packed as ``.rec``, with
   ``random_resized_crop`` + mirror + normalisation, ``preprocess_threads=2``.
 * **(b) ImageRecordIter** on that ``.rec``: ``data_shape=(3, 224, 224)``, ``rand_crop``,
-  ``rand_mirror``, mean/std, ``batch_size=64``, ``preprocess_threads=2``: images/s.
+  ``rand_mirror``, mean/std, ``batch_size=64``, ``preprocess_threads=2``: images/s, the
+  better of two epochs.
 * **(c) .params load**: a ResNet-50-sized MXNet-format file (about 100 MB, 25.6 M float32
   values in ResNet-50 v1's parameter shapes) read by ``nd.load``: best-of-3 seconds (the page
   cache is warm for both). The same for safetensors (ferromx only: MXNet has no reader).
@@ -125,11 +126,15 @@ def _record_iter_images_per_s(mx, root, **extra):
         mean_r=MEAN[0] * 255, mean_g=MEAN[1] * 255, mean_b=MEAN[2] * 255,
         std_r=STD[0] * 255, std_g=STD[1] * 255, std_b=STD[2] * 255,
         preprocess_threads=2, shuffle=True, **(extra or {"rand_crop": True}))
-    t0, n = time.perf_counter(), 0
-    for batch in it:
-        batch.data[0].wait_to_read()
-        n += BATCH - batch.pad
-    return n / (time.perf_counter() - t0)
+    best = 0.0
+    for _ in range(2):  # best of two epochs: the host is shared, single epochs swing
+        it.reset()
+        t0, n = time.perf_counter(), 0
+        for batch in it:
+            batch.data[0].wait_to_read()
+            n += BATCH - batch.pad
+        best = max(best, n / (time.perf_counter() - t0))
+    return best
 
 
 def run_params_load(mx, path, reps=3):
