@@ -77,7 +77,11 @@ fn offset(u: f64, room: usize) -> usize {
 /// bytes); returns the crop offset `(y0, x0)`.
 fn one(bytes: &[u8], draw: ImageDraw, spec: &BatchSpec, out: &mut [u8]) -> Result<[usize; 2]> {
     let (c, h, w) = (spec.channels, spec.height, spec.width);
-    let img = prepare(decode(bytes, if c == 3 { 1 } else { 0 }, true)?, spec);
+    let img = decode(bytes, if c == 3 { 1 } else { 0 }, true)?;
+    if img.height == 0 || img.width == 0 {
+        return Err(Error::value(OP, format!("empty image ({}x{})", img.height, img.width)));
+    }
+    let img = prepare(img, spec);
     if img.channels != c {
         return Err(Error::value(OP, format!("decoded {} channels, data_shape wants {c}", img.channels)));
     }
@@ -113,7 +117,7 @@ pub fn decode_augment_batch(
     threads: usize,
 ) -> Result<(Vec<u8>, Vec<[usize; 2]>)> {
     let (c, h, w) = (spec.channels, spec.height, spec.width);
-    if c != 1 && c != 3 || h == 0 || w == 0 {
+    if (c != 1 && c != 3) || h == 0 || w == 0 {
         return Err(Error::value(OP, format!("data_shape must be (1 or 3, H, W) with H, W > 0, got ({c}, {h}, {w})")));
     }
     if draws.len() != images.len() {
