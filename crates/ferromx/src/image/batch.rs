@@ -185,7 +185,7 @@ mod tests {
         };
         for threads in [1, 2] {
             let (buf, offs) = decode_augment_batch(&refs, &draws, &spec, threads).expect("batch");
-            assert_eq!(offs, vec![[4, 1], [0, 2]]);
+            assert_eq!(offs, vec![[4, 2], [0, 2]]);
             let got = f32s(&buf);
             for (b, img) in imgs.iter().enumerate() {
                 let d = decode(img, 1, true).expect("decode");
