@@ -148,7 +148,6 @@ pub fn decode_augment_batch(
         }
         run();
     });
-    drop(work);
     if let Some((i, e)) = first_err.into_inner() {
         return Err(Error::value(OP, format!("image {i} of the batch: {e}")));
     }
