@@ -7,11 +7,12 @@ Workloads (the data is generated once, in a temporary directory, by ferromx):
 
 * **(a) DataLoader**: ``ImageFolderDataset`` of JPEGs (500x375), ``transform_first`` with
   ``Compose([RandomResizedCrop(224), RandomFlipLeftRight(), ToTensor(), Normalize(...)])``,
-  ``DataLoader(batch_size=64, num_workers=2)``: images/s over one epoch (worker start-up
-  included). Also MXNet's ``ImageRecordIter`` on the same images packed as ``.rec``, with
+  ``DataLoader(batch_size=64, num_workers=2)``: images/s over the first epoch, timed from
+  the DataLoader's construction (all worker start-up included), and over a second epoch. Also MXNet's ``ImageRecordIter`` on the same images packed as ``.rec``, with
   ``random_resized_crop`` + mirror + normalisation, ``preprocess_threads=2``.
 * **(b) ImageRecordIter** on that ``.rec``: ``data_shape=(3, 224, 224)``, ``rand_crop``,
-  ``rand_mirror``, mean/std, ``batch_size=64``, ``preprocess_threads=2``: images/s.
+  ``rand_mirror``, mean/std, ``batch_size=64``, ``preprocess_threads=2``: images/s, the
+  better of two epochs.
 * **(c) .params load**: a ResNet-50-sized MXNet-format file (about 100 MB, 25.6 M float32
   values in ResNet-50 v1's parameter shapes) read by ``nd.load``: best-of-3 seconds (the page
   cache is warm for both). The same for safetensors (ferromx only: MXNet has no reader).
@@ -97,22 +98,25 @@ def make_data(root, n_images, params_scale):
 
 
 # ----------------------------------------------------------------------------- workloads
-def run_dataloader(mx, root, epochs=1):
+def run_dataloader(mx, root, epochs=2):
+    """Images/s of the first epoch, timed from the DataLoader's construction (so all of the
+    worker start-up counts), and of the best later epoch (steady state)."""
     from_vision = mx.gluon.data.vision
     tr = from_vision.transforms
     aug = tr.Compose([tr.RandomResizedCrop(224), tr.RandomFlipLeftRight(), tr.ToTensor(),
                       tr.Normalize(MEAN, STD)])
     ds = from_vision.ImageFolderDataset(os.path.join(root, "images")).transform_first(aug)
+    t_start = time.perf_counter()
     loader = mx.gluon.data.DataLoader(ds, batch_size=BATCH, shuffle=True, num_workers=2)
-    best = 0.0
-    for _ in range(epochs):
-        t0, n = time.perf_counter(), 0
+    rates = []
+    for epoch in range(epochs):
+        t0, n = (t_start if epoch == 0 else time.perf_counter()), 0
         for data, _label in loader:
             data.wait_to_read()
             n += data.shape[0]
-        best = max(best, n / (time.perf_counter() - t0))
+        rates.append(n / (time.perf_counter() - t0))
         assert data.shape[1:] == (3, 224, 224), data.shape
-    return best
+    return rates[0], max(rates[1:] or rates)
 
 
 def _record_iter_images_per_s(mx, root, **extra):
@@ -122,11 +126,15 @@ def _record_iter_images_per_s(mx, root, **extra):
         mean_r=MEAN[0] * 255, mean_g=MEAN[1] * 255, mean_b=MEAN[2] * 255,
         std_r=STD[0] * 255, std_g=STD[1] * 255, std_b=STD[2] * 255,
         preprocess_threads=2, shuffle=True, **(extra or {"rand_crop": True}))
-    t0, n = time.perf_counter(), 0
-    for batch in it:
-        batch.data[0].wait_to_read()
-        n += BATCH - batch.pad
-    return n / (time.perf_counter() - t0)
+    best = 0.0
+    for _ in range(2):  # best of two epochs: the host is shared, single epochs swing
+        it.reset()
+        t0, n = time.perf_counter(), 0
+        for batch in it:
+            batch.data[0].wait_to_read()
+            n += BATCH - batch.pad
+        best = max(best, n / (time.perf_counter() - t0))
+    return best
 
 
 def run_params_load(mx, path, reps=3):
@@ -147,7 +155,8 @@ def backend(name, root):
         import ferromx as mx
     else:
         import mxnet as mx
-    out = {"dataloader": run_dataloader(mx, root),
+    first, steady = run_dataloader(mx, root)
+    out = {"dataloader": first, "dataloader_steady": steady,
            "recorditer": _record_iter_images_per_s(mx, root)}
     if name == "mxnet":
         out["recorditer_rrc"] = _record_iter_images_per_s(
@@ -210,9 +219,11 @@ def report(fx, mxr):
     mxr = mxr or {}
     fx = fx or {}
     rows = [
-        ("(a) DataLoader, 2 workers (img/s)", fx.get("dataloader"), mxr.get("dataloader"),
-         "ferromx >= 1.5x MXNet DataLoader"),
-        ("(a) vs MXNet ImageRecordIter rrc (img/s)", fx.get("dataloader"),
+        ("(a) DataLoader, 2 workers, 1st epoch (img/s)", fx.get("dataloader"),
+         mxr.get("dataloader"), "ferromx >= 1.5x MXNet DataLoader"),
+        ("(a) DataLoader, 2nd epoch (img/s)", fx.get("dataloader_steady"),
+         mxr.get("dataloader_steady"), "(steady state)"),
+        ("(a) 1st epoch vs MXNet ImageRecordIter rrc", fx.get("dataloader"),
          mxr.get("recorditer_rrc"), "ferromx DataLoader >= 1x"),
         ("(b) ImageRecordIter (img/s)", fx.get("recorditer"), mxr.get("recorditer"),
          "ferromx >= 1x"),
@@ -221,11 +232,11 @@ def report(fx, mxr):
         ("(c') .safetensors load (s)", fx.get("safetensors_load_s"), mxr.get("params_load_s"),
          "(vs MXNet .params)"),
     ]
-    print(f"{'workload':44s} {'ferromx':>10s} {'MXNet':>10s} {'ratio':>8s}  goal")
+    print(f"{'workload':46s} {'ferromx':>10s} {'MXNet':>10s} {'ratio':>8s}  goal")
     for name, a, b, goal in rows:
         fa = f"{a:10.3f}" if a is not None else f"{'-':>10s}"
         fb = f"{b:10.3f}" if b is not None else f"{'-':>10s}"
-        print(f"{name:44s} {fa} {fb} {ratio(a, b):>8s}  {goal}")
+        print(f"{name:46s} {fa} {fb} {ratio(a, b):>8s}  {goal}")
 
 
 if __name__ == "__main__":

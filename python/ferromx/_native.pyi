@@ -320,6 +320,13 @@ def imdecode_batch(bufs: list[Any], flag: int = 1, to_rgb: bool = True,
                    ctx: str = "cpu(0)") -> list[NDArray]:
     """Decodes many images in parallel (GIL released); raises for the first failure."""
 
+def image_record_batch(bufs: list[Any], data_shape: tuple[int, int, int], u_y: list[float],
+                       u_x: list[float], mirror: list[bool], mean: list[float],
+                       mul: list[float], resize: int = -1, rand_crop: bool = False,
+                       threads: int = 1, ctx: str = "cpu(0)") -> tuple[NDArray, list[tuple[int, int]]]:
+    """ImageRecordIter's batch in one call (GIL released): decode, resize, crop, mirror and
+    (x - mean) * mul into a (B, C, H, W) float32 array; returns it and the crop offsets."""
+
 def imencode(data: Any, height: int, width: int, channels: int, ext: str = ".jpg",
              quality: int = 95) -> bytes:
     """Encodes (H, W, C) uint8 bytes in RGB order as .jpg or .png (GIL released)."""

@@ -187,3 +187,33 @@ def test_main_script_classes_without_cloudpickle_fall_back(monkeypatch):
     with pytest.warns(RuntimeWarning, match="__main__"):
         out = list(loader)
     assert {int(p) for b in out for p in b[1].asnumpy()} == {os.getpid()}
+
+
+class ImageLikeDataset(gdata.Dataset):
+    """Sample i: a (2, 3, 4) uint8 NDArray and a float16 one; sample 5 has another shape
+    when ``ragged``."""
+
+    def __init__(self, ragged=False):
+        self.ragged = ragged
+
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, idx):
+        shape = (2, 3, 5) if self.ragged and idx == 5 else (2, 3, 4)
+        img = np.arange(np.prod(shape), dtype=np.uint8).reshape(shape) + np.uint8(idx)
+        return nd.array(img, dtype="uint8"), nd.array(img * 0.5, dtype="float16")
+
+
+def test_samples_are_stacked_straight_into_shared_memory():
+    loader = gdata.DataLoader(ImageLikeDataset(), batch_size=4, num_workers=2)
+    batches = list(loader)
+    want = np.stack([np.arange(24, dtype=np.uint8).reshape(2, 3, 4) + np.uint8(i)
+                     for i in range(6)])
+    got = np.concatenate([b[0].asnumpy() for b in batches])
+    assert got.dtype == np.uint8 and np.array_equal(got, want)
+    halves = np.concatenate([b[1].asnumpy() for b in batches])
+    assert halves.dtype == np.float16 and np.array_equal(halves, (want * 0.5).astype(np.float16))
+    ragged = gdata.DataLoader(ImageLikeDataset(ragged=True), batch_size=6, num_workers=1)
+    with pytest.raises(Exception, match="shape"):
+        list(ragged)

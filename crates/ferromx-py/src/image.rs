@@ -43,11 +43,75 @@ pub fn imdecode_batch(
     let mut out = Vec::with_capacity(decoded.len());
     for (i, d) in decoded.into_iter().enumerate() {
         let d = d.map_err(|e| to_py_err(ferromx::Error::value("imdecode", format!("image {i}: {e}"))))?;
-        let a = ferromx::NDArray::from_vec(d.data, ferromx::Shape::new(&[d.height, d.width, d.channels]), c)
-            .map_err(to_py_err)?;
+        let a = ferromx::image::decoded_array(d, c).map_err(to_py_err)?;
         out.push(wrap(py, a)?);
     }
     Ok(out)
+}
+
+/// `ImageRecordIter`'s batch in one call (GIL released): decodes every record, resizes
+/// (shorter edge to `resize` when > 0, then up to the crop), crops (`rand_crop`: at
+/// `floor(u * (room + 1))` from `u_y`/`u_x`, else centred), mirrors where `mirror`, and
+/// writes `(x - mean) * mul` as a `(B, C, H, W)` float32 array, on `threads` threads.
+/// Returns the array and each image's crop offset `(y0, x0)`.
+#[pyfunction]
+#[pyo3(signature = (bufs, data_shape, u_y, u_x, mirror, mean, mul, resize=-1, rand_crop=false,
+                    threads=1, ctx="cpu(0)"))]
+#[allow(clippy::too_many_arguments)]
+pub fn image_record_batch(
+    py: Python<'_>,
+    bufs: Vec<Bound<'_, PyAny>>,
+    data_shape: (usize, usize, usize),
+    u_y: Vec<f64>,
+    u_x: Vec<f64>,
+    mirror: Vec<bool>,
+    mean: Vec<f32>,
+    mul: Vec<f32>,
+    resize: i64,
+    rand_crop: bool,
+    threads: usize,
+    ctx: &str,
+) -> PyResult<(Py<PyND>, Vec<(usize, usize)>)> {
+    let n = bufs.len();
+    if u_y.len() != n || u_x.len() != n || mirror.len() != n {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "ImageRecordIter: {n} images but {}/{}/{} crop and mirror draws",
+            u_y.len(),
+            u_x.len(),
+            mirror.len()
+        )));
+    }
+    let (c, h, w) = data_shape;
+    if mean.len() < c.min(3) || mul.len() < c.min(3) {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "ImageRecordIter: mean and mul need {c} values, got {} and {}",
+            mean.len(),
+            mul.len()
+        )));
+    }
+    let pick = |v: &[f32]| [v[0], *v.get(1).unwrap_or(&v[0]), *v.get(2).unwrap_or(&v[0])];
+    let spec = ferromx::image::BatchSpec {
+        channels: c,
+        height: h,
+        width: w,
+        resize: usize::try_from(resize).ok().filter(|&r| r > 0),
+        rand_crop,
+        mean: pick(&mean),
+        mul: pick(&mul),
+    };
+    let draws: Vec<ferromx::image::ImageDraw> =
+        (0..n).map(|i| ferromx::image::ImageDraw { u_y: u_y[i], u_x: u_x[i], mirror: mirror[i] }).collect();
+    let data: Vec<Vec<u8>> = bufs.iter().map(bytes_of).collect::<PyResult<_>>()?;
+    let dev = parse_ctx(ctx)?;
+    let (arr, offs) = py
+        .detach(|| {
+            let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+            let (buf, offs) = ferromx::image::decode_augment_batch(&refs, &draws, &spec, threads)?;
+            let a = ferromx::NDArray::from_bytes(&buf, ferromx::Shape::new(&[n, c, h, w]), ferromx::DType::F32, dev)?;
+            Ok::<_, ferromx::Error>((a, offs))
+        })
+        .map_err(to_py_err)?;
+    Ok((wrap(py, arr)?, offs.into_iter().map(|[y, x]| (y, x)).collect()))
 }
 
 /// Encodes `(H, W, C)` uint8 bytes in RGB order as `.jpg` or `.png` (GIL released).

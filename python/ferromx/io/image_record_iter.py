@@ -1,14 +1,20 @@
-"""``mx.io.ImageRecordIter``: batches from an image RecordIO file, decoded natively on
-``preprocess_threads`` threads (the GIL released), augmented with engine operators.
+"""``mx.io.ImageRecordIter``: batches from an image RecordIO file, decoded and augmented
+natively, one call per batch, on ``preprocess_threads`` threads with the GIL released.
 
 Supported: ``path_imgrec`` (+ optional ``path_imgidx``), ``data_shape`` (C, H, W),
 ``batch_size``, ``label_width``, ``shuffle``, ``seed``, ``resize`` (shorter edge),
 ``rand_crop``, ``rand_mirror``, ``mean_r/g/b``, ``std_r/g/b``, ``scale``,
 ``preprocess_threads``, ``round_batch``, ``data_name``, ``label_name``, ``dtype``.
+
+Like MXNet's iterator, the next batch is prepared in the background (one background thread
+reads the records and makes the native call) while the current one is used. The random crop
+positions and flips are drawn on the calling thread, in batch order, from ``seed``.
 """
 
+import contextlib
 import os
 import random
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -46,61 +52,81 @@ class ImageRecordIter(DataIter):
         c = data_shape[0]
         mean = [mean_r, mean_g, mean_b][:c]
         std = [std_r, std_g, std_b][:c]
-        self._mean = nd.array(mean).reshape((1, c, 1, 1))
-        self._scale_std = nd.array([scale / s for s in std]).reshape((1, c, 1, 1))
+        for s in std:
+            if s == 0:
+                raise ValueError(f"ImageRecordIter: std_r/g/b must be non-zero, got {std}")
+        self._mean = [float(m) for m in mean]
+        self._mul = [float(scale) / float(s) for s in std]
         self._rng = random.Random(seed)
         self.provide_data = [(data_name, (batch_size,) + self.data_shape)]
         self.provide_label = [(label_name, (batch_size, label_width) if label_width > 1
                                else (batch_size,))]
         self._order = list(self._reader.keys)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ImageRecordIter")
+        self._pending = None
         self.reset()
 
     def reset(self):
         """Back to the first record (reshuffled when ``shuffle``)."""
+        self._drop_pending()
         if self.shuffle:
             self._rng.shuffle(self._order)
         self._cur = 0
+        self._submit()
 
-    def _augment(self, img):
-        _, h, w = self.data_shape
-        if self.resize > 0:
-            ih, iw = img.shape[:2]
-            nh, nw = ((self.resize * ih // iw, self.resize) if ih > iw
-                      else (self.resize, self.resize * iw // ih))
-            img = nd.invoke("_cvimresize", [img], w=nw, h=nh, interp=1)
-        ih, iw = img.shape[:2]
-        if ih < h or iw < w:
-            img = nd.invoke("_cvimresize", [img], w=max(w, iw), h=max(h, ih), interp=1)
-            ih, iw = img.shape[:2]
-        if self.rand_crop:
-            y0, x0 = self._rng.randint(0, ih - h), self._rng.randint(0, iw - w)
-        else:
-            y0, x0 = (ih - h) // 2, (iw - w) // 2
-        img = nd.image.crop(img, x0, y0, w, h)
-        if self.rand_mirror and self._rng.random() < 0.5:
-            img = nd.image.flip_left_right(img)
-        return img
+    def _drop_pending(self):
+        if self._pending is not None:
+            self._pending.cancel()
+            with contextlib.suppress(Exception):  # a batch nobody will see: its error is moot
+                self._pending.result()
+            self._pending = None
 
-    def next(self):
-        """The next ``DataBatch``; the last one wraps around (``pad`` counts the extra)."""
-        n = len(self._order)
-        if self._cur >= n or (not self.round_batch and self._cur + self.batch_size > n):
-            raise StopIteration
-        keys = [self._order[(self._cur + i) % n] for i in range(self.batch_size)]
-        pad = max(0, self._cur + self.batch_size - n)
-        self._cur += self.batch_size
+    def _plan(self):
+        """The next batch's keys, padding and random draws (on the calling thread), or None."""
+        n, bs = len(self._order), self.batch_size
+        if self._cur >= n or (not self.round_batch and self._cur + bs > n):
+            return None
+        keys = [self._order[(self._cur + i) % n] for i in range(bs)]
+        pad = max(0, self._cur + bs - n)
+        self._cur += bs
+        rnd = self._rng.random
+        u_y, u_x, mirror = [], [], []
+        for _ in keys:
+            u_y.append(rnd() if self.rand_crop else 0.0)
+            u_x.append(rnd() if self.rand_crop else 0.0)
+            mirror.append(bool(self.rand_mirror and rnd() < 0.5))
+        return keys, pad, u_y, u_x, mirror
+
+    def _submit(self):
+        plan = self._plan()
+        self._pending = None if plan is None else self._pool.submit(self._load, *plan)
+
+    def _load(self, keys, pad, u_y, u_x, mirror):
+        """Background thread: reads the records and decodes + augments them natively."""
         labels, bufs = [], []
         for k in keys:
             label, payload = self._reader.unpack(self._reader.read_idx(k))
             lab = np.asarray(label, dtype=np.float32).ravel()
             labels.append(lab[: self.label_width] if self.label_width > 1 else lab[:1])
             bufs.append(payload)
-        flag = 1 if self.data_shape[0] == 3 else 0
-        imgs = _native.imdecode_batch(bufs, flag, True)  # parallel, the GIL released
-        # Crops and flips per image (uint8 HWC); layout, cast and normalisation once per batch.
-        hwc = nd.stack(*[self._augment(im) for im in imgs])
-        chw = nd.transpose(hwc, axes=(0, 3, 1, 2)).astype("float32")
-        data = (chw - self._mean) * self._scale_std
+        data, _offsets = _native.image_record_batch(
+            bufs, self.data_shape, u_y, u_x, mirror, self._mean, self._mul,
+            resize=int(self.resize), rand_crop=bool(self.rand_crop),
+            threads=self.preprocess_threads)
+        return data, labels, pad
+
+    def __del__(self):
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+
+    def next(self):
+        """The next ``DataBatch``; the last one wraps around (``pad`` counts the extra)."""
+        if self._pending is None:
+            raise StopIteration
+        fut, self._pending = self._pending, None
+        data, labels, pad = fut.result()
+        self._submit()  # the next batch is prepared while this one is used
         if self.dtype != "float32":
             data = data.astype(self.dtype)
         label = nd.array(np.stack(labels).reshape(self.provide_label[0][1]))

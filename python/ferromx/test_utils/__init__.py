@@ -38,7 +38,15 @@ from ._grad import *
 from ._random import *
 from ._random import _validate_csr_generation_inputs  # noqa: F401
 from ._stats import *
-from ._stats import ss  # noqa: F401
+
+
+def __getattr__(name):
+    """``ss`` (``scipy.stats``, or None without SciPy) is imported on first use, not with
+    ferromx: SciPy's import costs more than the rest of ``import ferromx``."""
+    if name == "ss":
+        return _stats._scipy_stats()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 array = _nd.array
 mx = sys.modules[__name__.rpartition(".")[0]]  # the ferromx package, as MXNet's `mx`

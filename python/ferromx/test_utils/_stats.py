@@ -5,10 +5,16 @@ import numpy as np
 __all__ = ["chi_square_check", "gen_buckets_probs_with_ppf", "mean_check", "var_check",
            "verify_generator"]
 
-try:  # optional, as in MXNet
-    import scipy.stats as ss
-except ImportError:  # pragma: no cover - scipy is installed in the test environment
-    ss = None
+
+
+def _scipy_stats():
+    """``scipy.stats`` (optional, as in MXNet), imported on first use: it costs ~1.5 s, which
+    every ``import ferromx`` (and every DataLoader worker) would otherwise pay."""
+    try:
+        import scipy.stats as ss
+    except ImportError:  # pragma: no cover - scipy is installed in the test environment
+        return None
+    return ss
 
 
 def gen_buckets_probs_with_ppf(ppf, nbuckets):
@@ -43,6 +49,7 @@ def chi_square_check(generator, buckets, probs, nsamples=1000000):
     ``buckets`` is a list of ``(low, high)`` ranges (continuous) or of values (discrete).
     Returns ``(p value, observed counts, expected counts)``; needs SciPy.
     """
+    ss = _scipy_stats()
     if ss is None:
         raise ImportError("scipy is not available. Please check if the scipy python bindings "
                           "are installed.")

@@ -13,6 +13,9 @@ use crate::ndarray::NDArray;
 use crate::{Context, Shape};
 use rayon::prelude::*;
 
+mod batch;
+pub use batch::{decode_augment_batch, BatchSpec, ImageDraw};
+
 /// A decoded image: `height x width x channels` bytes, row-major.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Decoded {
@@ -78,10 +81,14 @@ fn decode_jpeg(bytes: &[u8], flag: i32) -> Result<Decoded> {
     use zune_core::colorspace::ColorSpace;
     use zune_core::options::DecoderOptions;
     use zune_jpeg::JpegDecoder;
-    let mut probe = JpegDecoder::new(bytes);
-    probe.decode_headers().map_err(|e| corrupt("JPEG", format!("{e:?}")))?;
-    let native_gray = probe.get_input_colorspace().map(|c| c.num_components() == 1).unwrap_or(false);
-    let out = if flag == 0 || (flag < 0 && native_gray) { ColorSpace::Luma } else { ColorSpace::RGB };
+    // Only "as stored" needs the file's own colour space; parsing the headers twice costs
+    // about a quarter of a decode, so colour (1) and grey (0) go straight to the decoder.
+    let native_gray = flag < 0 && {
+        let mut probe = JpegDecoder::new(bytes);
+        probe.decode_headers().map_err(|e| corrupt("JPEG", format!("{e:?}")))?;
+        probe.get_input_colorspace().map(|c| c.num_components() == 1).unwrap_or(false)
+    };
+    let out = if flag == 0 || native_gray { ColorSpace::Luma } else { ColorSpace::RGB };
     let opts = DecoderOptions::default().jpeg_set_out_colorspace(out).set_strict_mode(true);
     let mut d = JpegDecoder::new_with_options(bytes, opts);
     let data = d.decode().map_err(|e| corrupt("JPEG", format!("{e:?}")))?;
@@ -137,8 +144,12 @@ fn to_channels(img: &Decoded, c: usize) -> Decoded {
 
 /// Decodes into a new `(H, W, C)` uint8 array on `ctx`.
 pub fn imdecode(bytes: &[u8], flag: i32, to_rgb: bool, ctx: Context) -> Result<NDArray> {
-    let d = decode(bytes, flag, to_rgb)?;
-    NDArray::from_vec(d.data, Shape::new(&[d.height, d.width, d.channels]), ctx)
+    decoded_array(decode(bytes, flag, to_rgb)?, ctx)
+}
+
+/// A decoded image as an `(H, W, C)` uint8 array (one copy of the bytes).
+pub fn decoded_array(d: Decoded, ctx: Context) -> Result<NDArray> {
+    NDArray::from_bytes(&d.data, Shape::new(&[d.height, d.width, d.channels]), crate::DType::U8, ctx)
 }
 
 /// Decodes many images in parallel (rayon); each result is its own.

@@ -8,7 +8,10 @@ Design (see ``dataloader.py`` for how it is used):
   engine is running would block on its first operator.  The fork server is a fresh
   interpreter that preloads ``ferromx`` and ``numpy`` before any operator runs, so workers
   fork from it in milliseconds and each starts its own engine (with
-  ``FERROMX_CPU_WORKER_NTHREADS=1`` unless set) on its first operator.
+  ``FERROMX_CPU_WORKER_NTHREADS=1`` unless set) on its first operator.  The pool is made
+  when the ``DataLoader`` is (as MXNet's), and a background thread starts the processes
+  (which waits for the fork server's imports, about a second), so they boot while the
+  caller goes on; the first batch request waits for them.
 * **Dataset transfer.** The dataset and ``batchify_fn`` are pickled once per pool (with
   ``cloudpickle`` when it is installed, so lambdas, local classes and classes of the main
   script work; plain ``pickle`` otherwise, which cannot send those: the DataLoader then
@@ -25,11 +28,13 @@ Design (see ``dataloader.py`` for how it is used):
   than ``timeout`` raises :class:`DataLoaderTimeoutError`; neither can hang.
 """
 
+import contextlib
 import multiprocessing
 import multiprocessing.connection
 import os
 import pickle
 import signal
+import threading
 import time
 import traceback
 from multiprocessing import shared_memory
@@ -97,6 +102,11 @@ def _host_collate(data):
     if isinstance(first, NDArray):
         from ... import ndarray as nd
 
+        shape, dt = first.shape, first._dtype_name
+        if dt != "bfloat16" and all(
+                isinstance(d, NDArray) and d.shape == shape and d._dtype_name == dt
+                for d in data):
+            return ("stack", data)  # stacked by _to_shared straight into the shared block
         return ("nd", nd.stack(*data).asnumpy())
     if isinstance(first, tuple):
         return ("list", [_host_collate(list(field)) for field in zip(*data)])
@@ -124,9 +134,35 @@ def _pack(tree, leaves):
     if kind in ("nd", "np"):
         leaves.append(np.ascontiguousarray(val))
         return (kind, len(leaves) - 1)
+    if kind == "stack":
+        leaves.append(_Stack(val))
+        return ("nd", len(leaves) - 1)
     if kind in ("list", "tuple"):
         return (kind, [_pack(t, leaves) for t in val])
     return tree
+
+
+class _Stack:
+    """Same-shaped NDArray samples to be stacked: each is copied by the engine straight into
+    its slot of the shared block (no stacked array, no intermediate host copy)."""
+
+    def __init__(self, arrays):
+        from ...ndarray.ndarray import _np_dtype
+
+        self.arrays = arrays
+        self.shape = (len(arrays),) + tuple(arrays[0].shape)
+        self.dtype = np.dtype(_np_dtype(arrays[0]._dtype_name))
+        self.nbytes = int(np.prod(self.shape)) * self.dtype.itemsize
+
+    def write(self, out):
+        tickets = []
+        try:
+            for i, a in enumerate(self.arrays):
+                tickets.append(a._copy_out(out[i].reshape(-1).view(np.uint8), "DataLoader"))
+            for t in tickets:
+                t.finish()
+        finally:  # no view of the block may outlive this call (the block is closed after)
+            del tickets, out
 
 
 def _to_shared(tree):
@@ -141,9 +177,17 @@ def _to_shared(tree):
     shm = shared_memory.SharedMemory(create=True, size=max(offset, 1))
     try:
         for a, (off, shape, dt) in zip(leaves, specs):
-            np.ndarray(shape, dt, buffer=shm.buf, offset=off)[...] = a
+            out = np.ndarray(shape, dt, buffer=shm.buf, offset=off)
+            try:
+                if isinstance(a, _Stack):
+                    a.write(out)
+                else:
+                    out[...] = a
+            finally:
+                del out
     except BaseException:
-        shm.close()
+        with contextlib.suppress(BufferError):  # a view held by a traceback: leave it mapped
+            shm.close()
         shm.unlink()
         raise
     name = shm.name
@@ -269,28 +313,54 @@ class ProcessPool:
 
     def __init__(self, num_workers, dataset, batchify_fn, default_collate):
         payload = _dumps((dataset, None if default_collate else batchify_fn))
-        ctx = _context()
         self._workers = []
         self._conns = []
         self._counter = 0
         self._stale = set()
         self.broken = False
-        for i in range(num_workers):
-            parent_conn, child_conn = ctx.Pipe(duplex=True)
-            proc = ctx.Process(target=_worker_main, args=(payload, child_conn, default_collate),
-                               name=f"ferromx-dataloader-{i}", daemon=True)
-            proc.start()
-            child_conn.close()
-            self._workers.append(proc)
-            self._conns.append(parent_conn)
+        # Starting a worker waits for the fork server to have imported ferromx (about a
+        # second): a background thread does it, so the caller goes on meanwhile.
+        self._start_error = None
+        self._starter = threading.Thread(
+            target=self._start, args=(num_workers, payload, default_collate),
+            name="ferromx-dataloader-start", daemon=True)
+        self._starter.start()
+
+    def _start(self, num_workers, payload, default_collate):
+        try:
+            ctx = _context()
+            for i in range(num_workers):
+                parent_conn, child_conn = ctx.Pipe(duplex=True)
+                proc = ctx.Process(target=_worker_main,
+                                   args=(payload, child_conn, default_collate),
+                                   name=f"ferromx-dataloader-{i}", daemon=True)
+                proc.start()
+                child_conn.close()
+                self._workers.append(proc)
+                self._conns.append(parent_conn)
+        except BaseException as err:  # noqa: BLE001 - re-raised by the first use of the pool
+            self._start_error = err
+
+    def _started(self):
+        """Waits for the workers to be started; re-raises a failure to start them."""
+        if self._starter is not None:
+            self._starter.join()
+            self._starter = None
+        if self._start_error is not None:
+            self.broken = True
+            raise DataLoaderWorkerError(
+                f"DataLoader: could not start the worker processes: {self._start_error!r}"
+            ) from self._start_error
 
     @property
     def pids(self):
         """Process ids of the workers."""
+        self._started()
         return [w.pid for w in self._workers]
 
     def submit(self, indices):
         """Queue one batch; returns a handle for :meth:`result`/:meth:`abandon`."""
+        self._started()
         task_id = self._counter
         self._counter += 1
         w = task_id % len(self._workers)
@@ -343,6 +413,9 @@ class ProcessPool:
 
     def shutdown(self):
         """Stop the workers and free the shared memory of results never consumed."""
+        if self._starter is not None:
+            self._starter.join()
+            self._starter = None
         for conn in self._conns:
             try:
                 conn.send(None)

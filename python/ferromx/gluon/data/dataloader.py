@@ -170,7 +170,21 @@ class DataLoader:
             batchify_fn = default_mp_batchify_fn if self._num_workers else default_batchify_fn
         self._batchify_fn = batchify_fn
         self._pool = None
+        self._pool_error = None
         self._use_threads = thread_pool
+        if self._num_workers and not thread_pool and not (
+                self._default_batchify and _can_gather(dataset)):
+            # As in MXNet, the worker processes start with the DataLoader: they boot (a
+            # fork-server interpreter importing ferromx, then the workers) while the caller
+            # goes on setting up, instead of at the start of the first epoch.
+            self._start_pool()
+
+    def _start_pool(self):
+        try:
+            self._pool = _workers.ProcessPool(
+                self._num_workers, self._dataset, self._batchify_fn, self._default_batchify)
+        except (pickle.PicklingError, TypeError, AttributeError) as err:
+            self._pool_error = err  # reported when iterated: threads are used instead
 
     def _out_ctx(self):
         return _context.cpu_pinned(self._pin_device_id) if self._pin_memory else _context.cpu()
@@ -198,11 +212,11 @@ class DataLoader:
         if self._pool is not None and self._pool.broken:
             self._pool.shutdown()
             self._pool = None
+        if self._pool is None and self._pool_error is None:
+            self._start_pool()
         if self._pool is None:
-            try:
-                self._pool = _workers.ProcessPool(
-                    self._num_workers, self._dataset, self._batchify_fn, self._default_batchify)
-            except (pickle.PicklingError, TypeError, AttributeError) as err:
+            err, self._pool_error = self._pool_error, None
+            if err is not None:
                 warnings.warn(
                     f"DataLoader: the dataset or batchify_fn cannot be pickled for worker "
                     f"processes ({err}); using {self._num_workers} worker threads instead "

@@ -472,30 +472,41 @@ fn separable<T: Elem>(x: &[T], [h, w, ch]: [usize; 3], o: &mut [T], tx: &Taps, t
 }
 
 /// [`separable`]'s uint8 fixed-point path in integers (the same arithmetic, bit for bit):
-/// 11-bit weights quantised once, only the source rows some output row reads.
+/// 11-bit weights quantised once, only the source rows some output row reads. The
+/// horizontal sums fit `i32` (at most 255 * 4 taps * ~2.5k); the two-tap (bilinear) passes
+/// have their own loops, the vertical sum of more taps is taken in `i64`.
 fn separable_u8(x: &[u8], [h, w, ch]: [usize; 3], o: &mut [u8], tx: &Taps, ty: &Taps) {
     let ow = tx.idx.len() / tx.k;
     let row_len = ow * ch;
-    let q = |v: f64| ((v as f32) * 2048.0).round_ties_even() as i64;
-    let wx: Vec<i64> = tx.w.iter().map(|&v| q(v)).collect();
-    let wy: Vec<i64> = ty.w.iter().map(|&v| q(v)).collect();
+    let q = |v: f64| ((v as f32) * 2048.0).round_ties_even() as i32;
+    let wx: Vec<i32> = tx.w.iter().map(|&v| q(v)).collect();
+    let wy: Vec<i32> = ty.w.iter().map(|&v| q(v)).collect();
     let offs: Vec<usize> = tx.idx.iter().map(|&i| i * ch).collect();
     let mut needed = vec![false; h];
     for &r in &ty.idx {
         needed[r] = true;
     }
-    let mut rows: Vec<i64> = vec![0; h * row_len];
+    let mut rows: Vec<i32> = vec![0; h * row_len];
     for r in (0..h).filter(|&r| needed[r]) {
         let src = &x[r * w * ch..(r + 1) * w * ch];
         let dst = &mut rows[r * row_len..(r + 1) * row_len];
+        if tx.k == 2 {
+            for ((px, t), wt) in dst.chunks_exact_mut(ch).zip(offs.chunks_exact(2)).zip(wx.chunks_exact(2)) {
+                let (a, b) = (&src[t[0]..t[0] + ch], &src[t[1]..t[1] + ch]);
+                for ((v, &p0), &p1) in px.iter_mut().zip(a).zip(b) {
+                    *v = p0 as i32 * wt[0] + p1 as i32 * wt[1];
+                }
+            }
+            continue;
+        }
         for d in 0..ow {
             let (taps, ws) = (&offs[d * tx.k..(d + 1) * tx.k], &wx[d * tx.k..(d + 1) * tx.k]);
             for cc in 0..ch {
-                dst[d * ch + cc] = taps.iter().zip(ws).map(|(&t, &wt)| src[t + cc] as i64 * wt).sum();
+                dst[d * ch + cc] = taps.iter().zip(ws).map(|(&t, &wt)| src[t + cc] as i32 * wt).sum();
             }
         }
     }
-    let hi = |sv: i64, b: i64| ((sv >> 4).clamp(-32768, 32767) * b) >> 16;
+    let hi = |sv: i32, b: i32| ((sv >> 4).clamp(-32768, 32767) * b) >> 16;
     for (d, orow) in o.chunks_mut(row_len).enumerate() {
         if ty.k == 2 {
             let (r0, r1) = (ty.idx[d * 2] * row_len, ty.idx[d * 2 + 1] * row_len);
@@ -506,7 +517,8 @@ fn separable_u8(x: &[u8], [h, w, ch]: [usize; 3], o: &mut [u8], tx: &Taps, ty: &
             }
         } else {
             for (i, v) in orow.iter_mut().enumerate() {
-                let s: i64 = (0..ty.k).map(|j| rows[ty.idx[d * ty.k + j] * row_len + i] * wy[d * ty.k + j]).sum();
+                let s: i64 =
+                    (0..ty.k).map(|j| rows[ty.idx[d * ty.k + j] * row_len + i] as i64 * wy[d * ty.k + j] as i64).sum();
                 *v = ((s + (1 << 21)) >> 22).clamp(0, 255) as u8;
             }
         }
