@@ -76,15 +76,12 @@ fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Vec<T> {
         for ci in 0..c {
             let k = &w[(oi * c + ci) * 9..][..9];
             let gv = |r: usize, s: usize| if flip { k[(2 - r) * 3 + 2 - s] } else { k[r * 3 + s] };
-            // t = G g (4 × 3), then G tᵀ gives (G g Gᵀ)ᵀ: transform columns the same way.
-            let mut t = [[T::zero(); 3]; 4];
-            for s in 0..3 {
+            // Column s of t = G g (4 × 3); then each row of t times Gᵀ.
+            let tc: [[T; 4]; 3] = std::array::from_fn(|s| {
                 let (a, b, cc) = (gv(0, s), gv(1, s), gv(2, s));
-                t[0][s] = a;
-                t[1][s] = (a + b + cc) * half;
-                t[2][s] = (a - b + cc) * half;
-                t[3][s] = cc;
-            }
+                [a, (a + b + cc) * half, (a - b + cc) * half, cc]
+            });
+            let t: [[T; 3]; 4] = std::array::from_fn(|i| [tc[0][i], tc[1][i], tc[2][i]]);
             let (r, col) = if flip { (ci, oi) } else { (oi, ci) };
             for (i, ti) in t.iter().enumerate() {
                 let (a, b, cc) = (ti[0], ti[1], ti[2]);
