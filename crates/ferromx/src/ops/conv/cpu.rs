@@ -4,7 +4,7 @@
 //! starts at once), each block running single-threaded gemms on its own
 //! column buffer; with fewer samples than cores the gemm itself goes parallel.
 
-use super::Geom;
+use super::{winograd, Geom};
 use crate::engine::{ErrorKind, OpFailure};
 use crate::opdef::OpCall;
 use crate::storage::{dispatch, fanout, matmul, matmul_seq, GemmElem, Kernel};
@@ -41,7 +41,7 @@ pub(crate) use with_conv_dtype;
 
 /// A gemm, parallel or on this thread only.
 #[allow(clippy::too_many_arguments)]
-fn mm<T: GemmElem>(
+pub(crate) fn mm<T: GemmElem>(
     par: bool,
     m: usize,
     n: usize,
@@ -63,7 +63,12 @@ fn mm<T: GemmElem>(
 /// Runs `f(first_sample, block, parallel_gemm)` over blocks of `out` holding
 /// `per` elements per sample: one block per core when there are enough
 /// samples (single-threaded gemms inside), else one block with parallel gemms.
-fn for_blocks<T: Send>(out: &mut [T], per: usize, flops_per_sample: usize, f: &(dyn Fn(usize, &mut [T], bool) + Sync)) {
+pub(crate) fn for_blocks<T: Send>(
+    out: &mut [T],
+    per: usize,
+    flops_per_sample: usize,
+    f: &(dyn Fn(usize, &mut [T], bool) + Sync),
+) {
     let n = out.len().checked_div(per).unwrap_or(0);
     let threads = rayon::current_num_threads().max(1);
     if n == 0 {
@@ -108,9 +113,45 @@ fn gather<T: Copy>(src: &[T], s0: usize, nb: usize, ch: usize, c0: usize, cn: us
     }
 }
 
+/// The column matrix (`rows × nb·op`) of group `grp` of samples
+/// `s0..s0 + nb` of `x`: the input itself for a direct (1×1) convolution of
+/// one sample, else im2col of each sample side by side in `col`.
+#[allow(clippy::too_many_arguments)]
+fn columns<'a, T: ConvElem>(
+    g: &Geom,
+    x: &'a [T],
+    s0: usize,
+    nb: usize,
+    grp: usize,
+    direct: bool,
+    col: &'a mut [T],
+) -> &'a [T] {
+    let (cg, ip, op) = (g.cg(), g.ip(), g.op());
+    let xg = |j: usize| &x[((s0 + j) * g.c + grp * cg) * ip..][..cg * ip];
+    if direct {
+        return xg(0);
+    }
+    let ld = nb * op;
+    for j in 0..nb {
+        im2col(g, xg(j), &mut col[j * op..], ld);
+    }
+    &col[..g.rows() * ld]
+}
+
+/// The output gradient of group `grp` of samples `s0..s0 + nb` as one
+/// `og × nb·op` matrix: `dy` itself for one sample, else gathered into `buf`.
+fn grad_columns<'a, T: ConvElem>(g: &Geom, dy: &'a [T], s0: usize, nb: usize, grp: usize, buf: &'a mut [T]) -> &'a [T] {
+    let (og, op) = (g.og(), g.op());
+    if nb == 1 {
+        return &dy[(s0 * g.o + grp * og) * op..][..og * op];
+    }
+    gather(dy, s0, nb, g.o, grp * og, og, op, buf);
+    &buf[..og * nb * op]
+}
+
 /// The range of output columns `lo..hi` whose input column `xo + off` lies in
 /// `0..iw` for a stride-1 row, and the input column of `lo`.
-fn span(off: isize, ow: usize, iw: usize) -> (usize, usize, usize) {
+pub(crate) fn span(off: isize, ow: usize, iw: usize) -> (usize, usize, usize) {
     let lo = (-off).clamp(0, ow as isize) as usize;
     let hi = (iw as isize - off).clamp(lo as isize, ow as isize) as usize;
     (lo, hi, (lo as isize + off).max(0) as usize)
@@ -219,7 +260,10 @@ fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T], ld: usize) {
 /// `out = conv(x, w) [+ bias]` for all samples. Samples whose output planes
 /// are small share one column matrix and one gemm ([`batch`]).
 pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T]) {
-    let (cg, og, rows, ip, op) = (g.cg(), g.og(), g.rows(), g.ip(), g.op());
+    if winograd::applies(g) {
+        return winograd::forward(g, x, w, bias, out);
+    }
+    let (og, rows, op) = (g.og(), g.rows(), g.op());
     let nbmax = batch(g);
     let direct = nbmax == 1 && g.pointwise();
     let flops = 2 * g.o * op * rows;
@@ -233,13 +277,7 @@ pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]
             let ld = nb * op;
             for grp in 0..g.groups {
                 let wg = &w[grp * og * rows..(grp + 1) * og * rows];
-                let xg = |j: usize| &x[((s0 + j) * g.c + grp * cg) * ip..((s0 + j) * g.c + (grp + 1) * cg) * ip];
-                if !direct {
-                    for j in 0..nb {
-                        im2col(g, xg(j), &mut col[j * op..], ld);
-                    }
-                }
-                let colm: &[T] = if direct { xg(0) } else { &col[..rows * ld] };
+                let colm = columns(g, x, s0, nb, grp, direct, &mut col);
                 let bias_of = |o: usize| bias.map(|b| b[grp * og + o]);
                 if nb == 1 {
                     let out_g = &mut block[(j0 * g.o + grp * og) * op..(j0 * g.o + (grp + 1) * og) * op];
@@ -270,6 +308,9 @@ pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]
 
 /// `dx = conv_transpose(dy, w)`: the data gradient (written, not accumulated).
 pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [T]) {
+    if winograd::applies_data_grad(g) {
+        return winograd::backward_data(g, dy, w, dx);
+    }
     let (cg, og, rows, ip, op) = (g.cg(), g.og(), g.rows(), g.ip(), g.op());
     let nbmax = batch(g);
     let direct = nbmax == 1 && g.pointwise();
@@ -284,12 +325,7 @@ pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [
             let ld = nb * op;
             for grp in 0..g.groups {
                 let wg = &w[grp * og * rows..(grp + 1) * og * rows];
-                let dyg: &[T] = if nb == 1 {
-                    &dy[(s0 * g.o + grp * og) * op..(s0 * g.o + (grp + 1) * og) * op]
-                } else {
-                    gather(dy, s0, nb, g.o, grp * og, og, op, &mut dyb);
-                    &dyb[..og * ld]
-                };
+                let dyg = grad_columns(g, dy, s0, nb, grp, &mut dyb);
                 let at = |j: usize| ((j0 + j) * g.c + grp * cg) * ip;
                 if direct {
                     mm(par, rows, op, og, &mut block[at(0)..at(0) + cg * ip], wg, true, dyg, false, false);
@@ -309,7 +345,7 @@ pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [
 
 /// `dw = Σ_n dy_n · col(x_n)ᵀ`: the weight gradient (written).
 pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
-    let (cg, og, rows, ip, op) = (g.cg(), g.og(), g.rows(), g.ip(), g.op());
+    let (og, rows, op) = (g.og(), g.rows(), g.op());
     let nbmax = batch(g);
     let direct = nbmax == 1 && g.pointwise();
     let threads = rayon::current_num_threads().max(1);
@@ -325,19 +361,8 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
             let nb = nbmax.min(hi - s0);
             let ld = nb * op;
             for grp in 0..g.groups {
-                let xg = |j: usize| &x[((s0 + j) * g.c + grp * cg) * ip..((s0 + j) * g.c + (grp + 1) * cg) * ip];
-                if !direct {
-                    for j in 0..nb {
-                        im2col(g, xg(j), &mut col[j * op..], ld);
-                    }
-                }
-                let colm: &[T] = if direct { xg(0) } else { &col[..rows * ld] };
-                let dyg: &[T] = if nb == 1 {
-                    &dy[(s0 * g.o + grp * og) * op..(s0 * g.o + (grp + 1) * og) * op]
-                } else {
-                    gather(dy, s0, nb, g.o, grp * og, og, op, &mut dyb);
-                    &dyb[..og * ld]
-                };
+                let colm = columns(g, x, s0, nb, grp, direct, &mut col);
+                let dyg = grad_columns(g, dy, s0, nb, grp, &mut dyb);
                 mm(par, og, rows, ld, &mut acc[grp * og * rows..(grp + 1) * og * rows], dyg, false, colm, true, !first);
             }
             first = false;
@@ -389,12 +414,20 @@ pub(crate) fn conv_fwd(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
     Ok(())
 }
 
+/// Whether a backward call's numbers say its data gradient is never read
+/// (autograd's call for an input that is not differentiated: the output is left unwritten).
+fn skips_data_grad(nums: &[f64]) -> bool {
+    nums.get(super::SKIP_DATA_GRAD).is_some_and(|&v| v != 0.0)
+}
+
 /// `_backward_Convolution`: inputs out_grad, data, weight; outputs data, weight[, bias] gradients.
 pub(crate) fn conv_bwd(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
     let (g, bias) = Geom::from_nums(&call.nums);
     with_conv_dtype!(k.in_dtype(0), T, {
         let (dy, x, w) = (k.input::<T>(0), k.input::<T>(1), k.input::<T>(2));
-        backward_data::<T>(&g, dy, w, k.output::<T>(0));
+        if !skips_data_grad(&call.nums) {
+            backward_data::<T>(&g, dy, w, k.output::<T>(0));
+        }
         backward_weight::<T>(&g, dy, x, k.output::<T>(1));
         if bias {
             channel_sum::<T>(dy, g.n, g.o, g.op(), k.output::<T>(2));
@@ -429,7 +462,9 @@ pub(crate) fn deconv_bwd(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
     let (g, bias) = Geom::from_nums(&call.nums);
     with_conv_dtype!(k.in_dtype(0), T, {
         let (dy, x, w) = (k.input::<T>(0), k.input::<T>(1), k.input::<T>(2));
-        forward::<T>(&g, dy, w, None, k.output::<T>(0));
+        if !skips_data_grad(&call.nums) {
+            forward::<T>(&g, dy, w, None, k.output::<T>(0));
+        }
         backward_weight::<T>(&g, x, dy, k.output::<T>(1));
         if bias {
             channel_sum::<T>(dy, g.n, g.c, g.ip(), k.output::<T>(2));

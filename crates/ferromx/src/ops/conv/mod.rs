@@ -11,6 +11,7 @@ pub(crate) mod cpu;
 mod layout;
 #[cfg(test)]
 mod tests;
+mod winograd;
 
 pub(crate) use layout::{channel_last, to_cf_perm, to_cl_perm};
 
@@ -103,6 +104,10 @@ impl Geom {
         (g, u(22) != 0)
     }
 }
+
+/// Index in a backward call's numbers of the flag "the data gradient is not
+/// needed" (after [`Geom::to_nums`]'s 23 numbers; absent means needed).
+pub(crate) const SKIP_DATA_GRAD: usize = 23;
 
 /// The parameters of a convolution call.
 #[derive(Clone, Debug)]
@@ -391,12 +396,22 @@ fn conv_cf(
     }
     if needs_record(&ins) {
         let (xc, wc, bs) = (x.clone(), w.clone(), b.map(|b| b.shape().clone()));
+        // The first layer's data gradient (its input is not differentiated) is
+        // a whole col2im pass a training step would discard: the kernel skips it.
+        let need_dx = x.has_entry();
+        let mut bnums = nums.clone();
+        bnums.push(if need_dx { 0.0 } else { 1.0 });
         record(
             fwd.name,
             &ins,
             &[&out],
             Box::new(move |gr| {
-                Ok(backward_call(bwd, &nums, &gr[0], &xc, &wc, bs.as_ref())?.into_iter().map(Some).collect())
+                let mut r: Vec<Option<NDArray>> =
+                    backward_call(bwd, &bnums, &gr[0], &xc, &wc, bs.as_ref())?.into_iter().map(Some).collect();
+                if !need_dx {
+                    r[0] = None;
+                }
+                Ok(r)
             }),
         );
     }

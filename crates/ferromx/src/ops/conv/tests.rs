@@ -161,3 +161,70 @@ fn geometry_round_trips_through_the_call_numbers() {
         assert_eq!(Geom::from_nums(&g.to_nums(true)), (g, true));
     }
 }
+
+/// 3×3 stride-1 geometries that take the Winograd path: padding 0, 1 and 2,
+/// odd and even planes, batch 1, channel counts that are not multiples of anything.
+fn winograd_cases() -> Vec<Geom> {
+    let one = [1, 1, 1];
+    vec![
+        geom(2, 16, 17, 1, [1, 5, 7], [1, 3, 3], one, one, [0, 1, 1]),
+        geom(1, 19, 16, 1, [1, 6, 6], [1, 3, 3], one, one, [0, 0, 0]),
+        geom(3, 16, 21, 1, [1, 4, 4], [1, 3, 3], one, one, [0, 1, 1]),
+        geom(2, 17, 16, 1, [1, 3, 5], [1, 3, 3], one, one, [0, 2, 1]),
+        geom(1, 16, 16, 1, [1, 9, 3], [1, 3, 3], one, one, [0, 0, 2]),
+        // Many tiles: several chunks per block and blocks split over cores.
+        geom(8, 16, 16, 1, [1, 23, 17], [1, 3, 3], one, one, [0, 1, 1]),
+    ]
+}
+
+#[test]
+fn winograd_paths_are_taken_and_match_the_definition() {
+    for g in winograd_cases() {
+        assert!(super::winograd::applies(&g) && super::winograd::applies_data_grad(&g), "{g:?}");
+        let x = rand(g.n * g.c * g.ip(), 11);
+        let w = rand(g.o * g.rows(), 12);
+        let b = rand(g.o, 13);
+        let mut out = vec![7.0; g.n * g.o * g.op()];
+        forward(&g, &x, &w, Some(&b), &mut out);
+        let want = naive(&g, &x, &w, Some(&b));
+        for (a, e) in out.iter().zip(&want) {
+            assert!((a - e).abs() < 1e-12, "{g:?}: {a} vs {e}");
+        }
+        // The data gradient: dx[i] = <conv(e_i, w), dy>, checked on all entries via the adjoint
+        // identity and on a few entries one by one.
+        let dy = rand(out.len(), 14);
+        let mut dx = vec![7.0; x.len()];
+        backward_data(&g, &dy, &w, &mut dx);
+        let y = naive(&g, &x, &w, None);
+        assert!((dot(&y, &dy) - dot(&x, &dx)).abs() < 1e-9, "{g:?} data");
+        for i in [0, 1, x.len() / 2, x.len() - 2, x.len() - 1] {
+            let mut e = vec![0.0; x.len()];
+            e[i] = 1.0;
+            assert!((dot(&naive(&g, &e, &w, None), &dy) - dx[i]).abs() < 1e-10, "{g:?} dx[{i}]");
+        }
+    }
+}
+
+#[test]
+fn winograd_f32_error_is_near_the_direct_sums() {
+    // Relative error against the float64 definition, for Winograd and for the im2col
+    // path (the same geometry with two groups, which does not take Winograd).
+    let g = geom(2, 64, 64, 1, [1, 14, 14], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]);
+    let x = rand(g.n * g.c * g.ip(), 21);
+    let w = rand(g.o * g.rows(), 22);
+    let want = naive(&g, &x, &w, None);
+    let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
+    let mut out = vec![0f32; want.len()];
+    forward(&g, &f(&x), &f(&w), None, &mut out);
+    let scale = want.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    let err = out.iter().zip(&want).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
+    assert!(err < 2e-6, "winograd f32 relative error {err}");
+    let mut dx = vec![0f32; x.len()];
+    let dy = rand(want.len(), 23);
+    backward_data(&g, &f(&dy), &f(&w), &mut dx);
+    let mut dx64 = vec![0.0; x.len()];
+    backward_data(&g, &dy, &w, &mut dx64);
+    let scale = dx64.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    let err = dx.iter().zip(&dx64).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
+    assert!(err < 2e-6, "winograd f32 data-gradient relative error {err}");
+}

@@ -73,8 +73,96 @@ fn positions(g: &PoolGeom) -> impl Iterator<Item = [usize; 3]> + '_ {
     (0..g.outd[0]).flat_map(move |z| (0..g.outd[1]).flat_map(move |y| (0..g.outd[2]).map(move |x| [z, y, x])))
 }
 
+/// Whether `g` is a 2-d max/avg/sum pooling whose windows tile the input
+/// without overlap or padding (LeNet's and most networks' 2×2 stride-2 pools):
+/// such windows are summed row by row, without per-window bookkeeping.
+fn tiled(g: &PoolGeom) -> bool {
+    matches!(g.kind, PoolKind::Max | PoolKind::Avg | PoolKind::Sum)
+        && g.ind[0] == 1
+        && g.k[0] == 1
+        && g.p == [0, 0, 0]
+        && g.k[1] == g.s[1]
+        && g.k[2] == g.s[2]
+        && g.outd[1] * g.s[1] <= g.ind[1]
+        && g.outd[2] * g.s[2] <= g.ind[2]
+}
+
+/// [`forward`] for [`tiled`] geometries.
+fn forward_tiled<T: ConvElem>(g: &PoolGeom, x: &[T], out: &mut [T]) {
+    let (ip, op, (kh, kw), (iw, ow)) = (g.ip(), g.op(), (g.k[1], g.k[2]), (g.ind[2], g.outd[2]));
+    let div = T::from(kh * kw).unwrap_or_else(T::one);
+    for_planes(out, op, g.planes * op * kh * kw, &|first, block| {
+        for (j, o) in block.chunks_mut(op).enumerate() {
+            let xp = &x[(first + j) * ip..][..ip];
+            for (y, orow) in o.chunks_mut(ow).enumerate() {
+                let init = if g.kind == PoolKind::Max { T::neg_infinity() } else { T::zero() };
+                orow.fill(init);
+                for r in 0..kh {
+                    let row = &xp[(y * kh + r) * iw..][..ow * kw];
+                    for (d, win) in orow.iter_mut().zip(row.chunks_exact(kw)) {
+                        for &v in win {
+                            if g.kind == PoolKind::Max {
+                                if v > *d || v.is_nan() {
+                                    *d = v
+                                }
+                            } else {
+                                *d += v;
+                            }
+                        }
+                    }
+                }
+                if g.kind == PoolKind::Avg {
+                    orow.iter_mut().for_each(|v| *v = *v / div);
+                }
+            }
+        }
+    });
+}
+
+/// [`backward`] for [`tiled`] geometries: each output's gradient goes to its
+/// window (avg, sum) or to the window's first maximum (max, as [`backward`]).
+fn backward_tiled<T: ConvElem>(g: &PoolGeom, dy: &[T], x: &[T], y: &[T], dx: &mut [T]) {
+    let (ip, op, (kh, kw), (iw, ow)) = (g.ip(), g.op(), (g.k[1], g.k[2]), (g.ind[2], g.outd[2]));
+    let div = T::from(kh * kw).unwrap_or_else(T::one);
+    for_planes(dx, ip, g.planes * op * kh * kw, &|first, block| {
+        for (j, d) in block.chunks_mut(ip).enumerate() {
+            let pl = first + j;
+            let (xp, yp, gp) = (&x[pl * ip..][..ip], &y[pl * op..][..op], &dy[pl * op..][..op]);
+            d.fill(T::zero());
+            for yo in 0..g.outd[1] {
+                let (grow, yrow) = (&gp[yo * ow..][..ow], &yp[yo * ow..][..ow]);
+                if g.kind != PoolKind::Max {
+                    for r in 0..kh {
+                        let drow = &mut d[(yo * kh + r) * iw..][..ow * kw];
+                        for (win, &gv) in drow.chunks_exact_mut(kw).zip(grow) {
+                            let v = if g.kind == PoolKind::Avg { gv / div } else { gv };
+                            win.fill(v);
+                        }
+                    }
+                    continue;
+                }
+                for (xo, (&gv, &yv)) in grow.iter().zip(yrow).enumerate() {
+                    'win: for r in 0..kh {
+                        let base = (yo * kh + r) * iw + xo * kw;
+                        for xi in base..base + kw {
+                            let v = xp[xi];
+                            if v == yv || (v.is_nan() && yv.is_nan()) {
+                                d[xi] += gv;
+                                break 'win;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+}
+
 /// Pools every plane of `x` into `out`.
 pub(crate) fn forward<T: ConvElem>(g: &PoolGeom, x: &[T], out: &mut [T]) {
+    if tiled(g) {
+        return forward_tiled(g, x, out);
+    }
     let (ip, op) = (g.ip(), g.op());
     for_planes(out, op, g.planes * op * g.k.iter().product::<usize>(), &|first, block| {
         for (j, o) in block.chunks_mut(op).enumerate() {
@@ -108,6 +196,9 @@ pub(crate) fn forward<T: ConvElem>(g: &PoolGeom, x: &[T], out: &mut [T]) {
 
 /// The input gradient of [`forward`] (written).
 pub(crate) fn backward<T: ConvElem>(g: &PoolGeom, dy: &[T], x: &[T], y: &[T], dx: &mut [T]) {
+    if tiled(g) {
+        return backward_tiled(g, dy, x, y, dx);
+    }
     let (ip, op) = (g.ip(), g.op());
     for_planes(dx, ip, g.planes * op * g.k.iter().product::<usize>(), &|first, block| {
         for (j, d) in block.chunks_mut(ip).enumerate() {

@@ -72,6 +72,9 @@ fn cases() -> Vec<PoolGeom> {
         v.push(geom(kind, [1, 5, 5], [1, 2, 2], [1, 2, 2], [0, 0, 0], true, true));
         v.push(geom(kind, [3, 4, 4], [2, 3, 3], [1, 1, 2], [1, 1, 1], false, false));
         v.push(geom(kind, [1, 1, 7], [1, 1, 3], [1, 1, 2], [0, 0, 1], true, false));
+        // Windows tiling the input (the row-by-row path), with a leftover column and row.
+        v.push(geom(kind, [1, 6, 7], [1, 2, 2], [1, 2, 2], [0, 0, 0], false, true));
+        v.push(geom(kind, [1, 7, 6], [1, 3, 2], [1, 3, 2], [0, 0, 0], false, false));
     }
     v
 }
