@@ -54,7 +54,7 @@ pub const MAX_NODES: usize = 32;
 pub const MAX_EXT: usize = 16;
 
 /// An operand of a chain step: an external input or an earlier step's value.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Src {
     Ext(u8),
     Reg(u8),
@@ -316,6 +316,11 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
                 Src::Reg(r) => Src::Reg(reg_map[r as usize]),
             })
             .collect();
+        // A call repeating an earlier one (`x*2+1` written twice) reuses its value.
+        if let Some(r) = steps.iter().position(|s: &PStep| s.dtype == nd.dtype && s.args == args && same_step(s.step, nd.step)) {
+            reg_map[j] = r as u8;
+            continue;
+        }
         reg_map[j] = steps.len() as u8;
         steps.push(PStep { step: nd.step, args, dtype: nd.dtype });
         names.push(nd.def.name);
@@ -343,6 +348,17 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
         (std::borrow::Cow::Borrowed("_fused"), None)
     };
     push_fused(name, ins, outv, label, detail, move |k| exec::run(&prog, k));
+}
+
+/// Whether two steps compute the same function (scalars compared bit for bit).
+fn same_step(a: Step, b: Step) -> bool {
+    match (a, b) {
+        (Step::Unary(x), Step::Unary(y)) => x == y,
+        (Step::Binary(x), Step::Binary(y)) => x == y,
+        (Step::Scalar(x, rx, cx), Step::Scalar(y, ry, cy)) => x == y && rx == ry && cx.to_bits() == cy.to_bits(),
+        (Step::Cast, Step::Cast) | (Step::Copy, Step::Copy) => true,
+        _ => false,
+    }
 }
 
 /// A chain of one live call: pushed as that call (same name, kernel, label).
