@@ -281,3 +281,31 @@ def test_random_programs_fused_equal_unfused(seed, steps, record):
     with np.errstate(all="ignore"):
         f, u = _both(lambda: _run_program(seed, steps, record))
     assert f == u
+
+
+def test_a_repeated_call_is_computed_once(tmp_path):
+    # `x*2+1` written twice is one value in the fused op: five steps, not seven,
+    # and the result is bitwise what the unfused calls give.
+    fname = str(tmp_path / "trace.json")
+    xn = np.random.default_rng(1).standard_normal(5000).astype(np.float32)
+    x = nd.array(xn)
+    x.wait_to_read()
+    mx.profiler.set_config(filename=fname, profile_all=True)
+    mx.profiler.set_state("run")
+    y = nd.exp(x * 2 + 1) * x - (x * 2 + 1)
+    got = y.asnumpy()
+    mx.profiler.set_state("stop")
+    mx.profiler.dump()
+    with open(fname) as f:
+        names = [e.get("name", "") for e in json.load(f)["traceEvents"]]
+    fused = [n for n in names if n.startswith("_fused(")]
+    assert fused, names
+    steps = fused[0][len("_fused("):-1].split(",")
+    assert steps.count("_mul_scalar") == 1 and steps.count("_plus_scalar") == 1, steps
+    assert len(steps) == 5, steps
+    _native.set_fusion(False)
+    try:
+        ref = (nd.exp(x * 2 + 1) * x - (x * 2 + 1)).asnumpy()
+    finally:
+        _native.set_fusion(True)
+    assert got.tobytes() == ref.tobytes()

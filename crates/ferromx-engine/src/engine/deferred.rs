@@ -27,7 +27,7 @@ pub fn set_deferred(pending: bool) {
 /// operation (pushes from ops are never ordered against the frontend's).
 #[inline]
 pub fn flush_deferred() {
-    if DEFERRED.load(Ordering::Relaxed) && !in_engine_op() {
+    if DEFERRED.load(Ordering::Acquire) && !in_engine_op() {
         if let Some(f) = FLUSH_HOOK.get() {
             f();
         }

@@ -56,15 +56,37 @@ pub(crate) fn run(p: &Program, k: &Kernel) -> Result<(), OpFailure> {
 }
 
 /// Elements `start..start + len` of every output (`outs` are those pieces).
+///
+/// A step whose value is one output and that no later step reads is computed
+/// straight into the output (no tile, no copy); other values live in tiles.
 fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, len: usize) {
     let tile = TILE.min(len);
-    let mut bufs: Vec<Buf> = p.steps.iter().map(|s| Buf::new(s.dtype, tile)).collect();
+    let mut read_later = vec![false; p.steps.len()];
+    for s in &p.steps {
+        for a in &s.args {
+            if let Src::Reg(r) = *a {
+                read_later[r as usize] = true;
+            }
+        }
+    }
+    // direct[j]: the output slot step j writes into, when it bypasses its tile.
+    let direct: Vec<Option<usize>> = (0..p.steps.len())
+        .map(|j| match p.outs.iter().filter(|&&o| o == j).count() {
+            1 if !read_later[j] => p.outs.iter().position(|&o| o == j),
+            _ => None,
+        })
+        .collect();
+    let mut bufs: Vec<Buf> =
+        p.steps.iter().zip(&direct).map(|(s, d)| Buf::new(s.dtype, if d.is_some() { 0 } else { tile })).collect();
     let mut t = 0;
     while t < len {
         let m = tile.min(len - t);
         for (j, s) in p.steps.iter().enumerate() {
             let (lo, hi) = bufs.split_at_mut(j);
-            let o = &mut hi[0];
+            let mut o = match direct[j] {
+                Some(oi) => outs[oi].sub_mut(t, m),
+                None => hi[0].as_out(m),
+            };
             // Inputs are read in place; earlier values from their tiles.
             let arg = |a: Src| -> InRef {
                 match a {
@@ -73,15 +95,19 @@ fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, le
                 }
             };
             match s.step {
-                Step::Unary(u) => crate::ops::unary::run_tile(u, &arg(s.args[0]), o, m),
-                Step::Binary(op) => crate::ops::binary::binary_tile(op, &arg(s.args[0]), &arg(s.args[1]), o, m),
-                Step::Scalar(op, rev, c) => crate::ops::binary::scalar_tile(op, rev, c, &arg(s.args[0]), o, m),
-                Step::Cast => crate::ops::cast_tile(&arg(s.args[0]), o, m),
-                Step::Copy => o.copy_from(&arg(s.args[0]), m),
+                Step::Unary(u) => crate::ops::unary::run_tile(u, &arg(s.args[0]), &mut o, m),
+                Step::Binary(op) => {
+                    crate::ops::binary::binary_tile(op, &arg(s.args[0]), &arg(s.args[1]), &mut o, m)
+                }
+                Step::Scalar(op, rev, c) => crate::ops::binary::scalar_tile(op, rev, c, &arg(s.args[0]), &mut o, m),
+                Step::Cast => crate::ops::cast_tile(&arg(s.args[0]), &mut o, m),
+                Step::Copy => o.copy_from(&arg(s.args[0])),
             }
         }
         for (oi, &j) in p.outs.iter().enumerate() {
-            outs[oi].store(t, m, &bufs[j]);
+            if direct[j].is_none() {
+                outs[oi].store(t, m, &bufs[j]);
+            }
         }
         t += m;
     }

@@ -29,9 +29,9 @@
 //!
 //! The fused kernel (`exec.rs`) runs tile by tile with each operator's own
 //! per-element code (results are bitwise those of the unfused kernels), and
-//! splits the range across cores with `fanout`. It is opt-in for now:
-//! `FERROMX_FUSION=1` turns it on (never under `NaiveEngine`); [`set_enabled`]
-//! switches it at run time.
+//! splits the range across cores with `fanout`. It is on by default;
+//! `FERROMX_FUSION=0` turns it off (it is never on under `NaiveEngine`);
+//! [`set_enabled`] switches it at run time.
 
 mod exec;
 pub(crate) mod tile;
@@ -44,6 +44,7 @@ use crate::Context;
 use exec::{PStep, Program};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 
@@ -53,7 +54,7 @@ pub const MAX_NODES: usize = 32;
 pub const MAX_EXT: usize = 16;
 
 /// An operand of a chain step: an external input or an earlier step's value.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Src {
     Ext(u8),
     Reg(u8),
@@ -107,17 +108,14 @@ static CHAIN: Mutex<Chain> = Mutex::new(Chain { n: 0, ctx: None, ext: Vec::new()
 /// 0: not read yet, 1: on, 2: off.
 static ENABLED: AtomicU8 = AtomicU8::new(0);
 
-/// Whether eager fusion is on: opt-in with `FERROMX_FUSION=1` (never under
-/// `NaiveEngine`). It is off by default because a stress run of the Rust
-/// `ops_index` gradient checks failed 7 times in 60 with it on (0 in 60 off,
-/// and 0 in 60 on with `--test-threads=1`): frontend threads that share the
-/// one pending chain still race.
+/// Whether eager fusion is on: the default, `FERROMX_FUSION=0` turns it off
+/// (it is never on under `NaiveEngine`, where each op runs as it is pushed).
 pub fn enabled() -> bool {
     match ENABLED.load(Ordering::Relaxed) {
         1 => true,
         2 => false,
         _ => {
-            let off = !std::env::var("FERROMX_FUSION").map(|v| v.trim() == "1").unwrap_or(false)
+            let off = std::env::var("FERROMX_FUSION").is_ok_and(|v| v.trim() == "0")
                 || Engine::global().is_naive();
             engine::set_flush_hook(flush);
             ENABLED.store(if off { 2 } else { 1 }, Ordering::Relaxed);
@@ -133,9 +131,37 @@ pub fn set_enabled(on: bool) {
     ENABLED.store(if on && !Engine::global().is_naive() { 1 } else { 2 }, Ordering::Relaxed);
 }
 
+thread_local! {
+    /// Set while this thread pushes a chain: the engine calls [`flush`] at the
+    /// start of each of those pushes, and the chain's lock is already held.
+    static FLUSHING: Cell<bool> = const { Cell::new(false) };
+}
+
 /// Hands the pending chain to the engine (no-op when nothing is pending).
+///
+/// Another thread's flush in progress makes this wait for it (on the chain's
+/// lock): its ops may be inputs of what the caller is about to push or read.
 pub fn flush() {
+    if FLUSHING.with(Cell::get) {
+        return;
+    }
     flush_locked(&mut CHAIN.lock());
+}
+
+/// Clears [`FLUSHING`] when a flush ends, also by a panic.
+struct FlushingGuard;
+
+impl FlushingGuard {
+    fn enter() -> FlushingGuard {
+        FLUSHING.with(|f| f.set(true));
+        FlushingGuard
+    }
+}
+
+impl Drop for FlushingGuard {
+    fn drop(&mut self) {
+        FLUSHING.with(|f| f.set(false));
+    }
 }
 
 /// Calls (of the pending chain) not yet handed to the engine.
@@ -223,9 +249,9 @@ fn flush_locked(ch: &mut Chain) {
     if ch.nodes.is_empty() {
         return;
     }
+    let _flushing = FlushingGuard::enter();
     let mut nodes = std::mem::take(&mut ch.nodes);
     let ext = std::mem::take(&mut ch.ext);
-    engine::set_deferred(false);
     let live: Vec<bool> = nodes.iter_mut().map(Node::live).collect();
     let mut masks: Vec<u64> = Vec::with_capacity(nodes.len());
     for nd in &nodes {
@@ -245,6 +271,11 @@ fn flush_locked(ch: &mut Chain) {
     for (mask, outs) in groups {
         push_group(&nodes, &ext, mask, &outs);
     }
+    // Only now, with every fused op in the engine: a thread that reads `false`
+    // goes on to push or wait, and must find these ops there. Cleared before
+    // the pushes, a second frontend thread read or overwrote a value whose
+    // writer was still in this chain (the `ops_index` race, 7 failures in 60).
+    engine::set_deferred(false);
 }
 
 /// Pushes one fused op computing `outs` (node indices) from the inputs in `mask`.
@@ -285,6 +316,11 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
                 Src::Reg(r) => Src::Reg(reg_map[r as usize]),
             })
             .collect();
+        // A call repeating an earlier one (`x*2+1` written twice) reuses its value.
+        if let Some(r) = steps.iter().position(|s: &PStep| s.dtype == nd.dtype && s.args == args && same_step(s.step, nd.step)) {
+            reg_map[j] = r as u8;
+            continue;
+        }
         reg_map[j] = steps.len() as u8;
         steps.push(PStep { step: nd.step, args, dtype: nd.dtype });
         names.push(nd.def.name);
@@ -312,6 +348,17 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
         (std::borrow::Cow::Borrowed("_fused"), None)
     };
     push_fused(name, ins, outv, label, detail, move |k| exec::run(&prog, k));
+}
+
+/// Whether two steps compute the same function (scalars compared bit for bit).
+fn same_step(a: Step, b: Step) -> bool {
+    match (a, b) {
+        (Step::Unary(x), Step::Unary(y)) => x == y,
+        (Step::Binary(x), Step::Binary(y)) => x == y,
+        (Step::Scalar(x, rx, cx), Step::Scalar(y, ry, cy)) => x == y && rx == ry && cx.to_bits() == cy.to_bits(),
+        (Step::Cast, Step::Cast) | (Step::Copy, Step::Copy) => true,
+        _ => false,
+    }
 }
 
 /// A chain of one live call: pushed as that call (same name, kernel, label).

@@ -30,16 +30,9 @@ macro_rules! tiles {
             pub(crate) fn new(dt: DType, n: usize) -> Buf {
                 match dt { $( DType::$v => Buf::$v(vec![<$t>::default(); n]), )* }
             }
-            /// Copies the `m` elements of `src` (same dtype) into this tile's front.
-            pub(crate) fn copy_from(&mut self, src: &InRef, m: usize) {
-                match (self, src) {
-                    $( (Buf::$v(d), InRef::$v(s)) => d[..m].copy_from_slice(&s[..m]), )*
-                    _ => panic!("fused kernel: copy between tiles of different dtypes (internal error)"),
-                }
-            }
-            /// The element type.
-            pub(crate) fn dtype(&self) -> DType {
-                match self { $( Buf::$v(_) => DType::$v, )* }
+            /// The front `m` elements as a step's destination.
+            pub(crate) fn as_out(&mut self, m: usize) -> OutRef<'_> {
+                match self { $( Buf::$v(v) => OutRef::$v(&mut v[..m]), )* }
             }
             /// The front `m` elements as an operand.
             pub(crate) fn as_in(&self, m: usize) -> InRef<'_> {
@@ -67,6 +60,21 @@ macro_rules! tiles {
             pub(crate) fn of(k: &Kernel<'a>, i: usize) -> OutRef<'a> {
                 match k.out_dtype(i) { $( DType::$v => OutRef::$v(k.output::<$t>(i)), )* }
             }
+            /// The element type.
+            pub(crate) fn dtype(&self) -> DType {
+                match self { $( OutRef::$v(_) => DType::$v, )* }
+            }
+            /// Elements `start..start + len`, reborrowed as a step's destination.
+            pub(crate) fn sub_mut(&mut self, start: usize, len: usize) -> OutRef<'_> {
+                match self { $( OutRef::$v(s) => OutRef::$v(&mut s[start..start + len]), )* }
+            }
+            /// Copies the elements of `src` (same dtype and length) in.
+            pub(crate) fn copy_from(&mut self, src: &InRef) {
+                match (self, src) {
+                    $( (OutRef::$v(d), InRef::$v(s)) => d.copy_from_slice(s), )*
+                    _ => panic!("fused kernel: copy between tiles of different dtypes (internal error)"),
+                }
+            }
             /// Splits into consecutive pieces of `chunk` elements.
             pub(crate) fn split(self, chunk: usize) -> Vec<OutRef<'a>> {
                 match self { $( OutRef::$v(s) => s.chunks_mut(chunk).map(OutRef::$v).collect(), )* }
@@ -84,8 +92,8 @@ macro_rules! tiles {
             fn of<'a>(r: &InRef<'a>) -> &'a [$t] {
                 match r { InRef::$v(v) => v, _ => panic!("fused kernel: operand dtype mismatch (internal error)") }
             }
-            fn get_mut(b: &mut Buf) -> &mut [$t] {
-                match b { Buf::$v(v) => v, _ => panic!("fused kernel: tile dtype mismatch (internal error)") }
+            fn get_mut<'b>(o: &'b mut OutRef<'_>) -> &'b mut [$t] {
+                match o { OutRef::$v(v) => v, _ => panic!("fused kernel: tile dtype mismatch (internal error)") }
             }
         } )*
     };
@@ -95,8 +103,8 @@ macro_rules! tiles {
 pub(crate) trait TileElem: Elem {
     /// An operand's elements (panics, an internal error, on a dtype mismatch).
     fn of<'a>(r: &InRef<'a>) -> &'a [Self];
-    /// The tile's elements, mutably.
-    fn get_mut(b: &mut Buf) -> &mut [Self];
+    /// A destination's elements.
+    fn get_mut<'b>(o: &'b mut OutRef<'_>) -> &'b mut [Self];
 }
 
 tiles!(F32 f32, F64 f64, F16 f16, BF16 bf16, U8 u8, I8 i8, I32 i32, I64 i64, Bool bool);

@@ -108,7 +108,7 @@ fn cast_kernel(_c: &OpCall, k: &crate::storage::Kernel) -> std::result::Result<(
 }
 
 /// [`cast_kernel`]'s conversion on the front `m` elements of fused tiles.
-pub(crate) fn cast_tile(x: &crate::fusion::tile::InRef, o: &mut crate::fusion::tile::Buf, m: usize) {
+pub(crate) fn cast_tile(x: &crate::fusion::tile::InRef, o: &mut crate::fusion::tile::OutRef, m: usize) {
     use crate::fusion::tile::TileElem;
     let (src, dst) = (x.dtype(), o.dtype());
     with_dtype!(src, S, {

@@ -5,7 +5,7 @@ use super::arith::Arith;
 use super::BinOp;
 use crate::dtype::{DType, Elem};
 use crate::engine::OpFailure;
-use crate::fusion::tile::{Buf, InRef, TileElem};
+use crate::fusion::tile::{InRef, OutRef, TileElem};
 use crate::opdef::{OpCall, ScalarForm};
 use crate::ops::par::{chunked, map1, map2, PAR_MIN};
 use crate::shape::Shape;
@@ -206,12 +206,12 @@ pub(crate) fn binary_apply<T: Arith>(op: BinOp, a: &[T], b: &[T], o: &mut [T]) {
 }
 
 /// [`scalar_apply`] on the front `m` elements of fused tiles.
-pub(crate) fn scalar_tile(op: BinOp, reverse: bool, s: f64, x: &InRef, o: &mut Buf, m: usize) {
+pub(crate) fn scalar_tile(op: BinOp, reverse: bool, s: f64, x: &InRef, o: &mut OutRef, m: usize) {
     with_dtype!(x.dtype(), T, scalar_apply::<T>(op, reverse, s, T::of(x), &mut T::get_mut(o)[..m]));
 }
 
 /// [`binary_apply`] on the front `m` elements of fused tiles.
-pub(crate) fn binary_tile(op: BinOp, a: &InRef, b: &InRef, o: &mut Buf, m: usize) {
+pub(crate) fn binary_tile(op: BinOp, a: &InRef, b: &InRef, o: &mut OutRef, m: usize) {
     with_dtype!(a.dtype(), T, binary_apply::<T>(op, T::of(a), T::of(b), &mut T::get_mut(o)[..m]));
 }
 

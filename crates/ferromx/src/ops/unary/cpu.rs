@@ -3,7 +3,7 @@
 use super::UnaryOp;
 use crate::dtype::DType;
 use crate::engine::OpFailure;
-use crate::fusion::tile::{Buf, InRef, TileElem};
+use crate::fusion::tile::{InRef, OutRef, TileElem};
 use crate::opdef::OpCall;
 use crate::ops::binary::arith::Arith;
 use crate::ops::par::map1;
@@ -37,7 +37,7 @@ pub(crate) fn run(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
 
 /// The same function on the front `m` elements of a fused kernel's tiles
 /// (bitwise what [`run`] computes: the same per-element code).
-pub(crate) fn run_tile(op: UnaryOp, x: &InRef, o: &mut Buf, m: usize) {
+pub(crate) fn run_tile(op: UnaryOp, x: &InRef, o: &mut OutRef, m: usize) {
     let dt = x.dtype();
     if dt == DType::F32 && has_fast_f32(op) {
         fast_f32(op, f32::of(x), &mut f32::get_mut(o)[..m]);
