@@ -49,6 +49,9 @@ pub fn imdecode_batch(
     Ok(out)
 }
 
+/// A decoded batch and each image's crop offset `(y0, x0)`.
+type BatchOut = (Py<PyND>, Vec<(usize, usize)>);
+
 /// `ImageRecordIter`'s batch in one call (GIL released): decodes every record, resizes
 /// (shorter edge to `resize` when > 0, then up to the crop), crops (`rand_crop`: at
 /// `floor(u * (room + 1))` from `u_y`/`u_x`, else centred), mirrors where `mirror`, and
@@ -71,7 +74,7 @@ pub fn image_record_batch(
     rand_crop: bool,
     threads: usize,
     ctx: &str,
-) -> PyResult<(Py<PyND>, Vec<(usize, usize)>)> {
+) -> PyResult<BatchOut> {
     let n = bufs.len();
     if u_y.len() != n || u_x.len() != n || mirror.len() != n {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(

@@ -96,9 +96,7 @@ fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, le
             };
             match s.step {
                 Step::Unary(u) => crate::ops::unary::run_tile(u, &arg(s.args[0]), &mut o, m),
-                Step::Binary(op) => {
-                    crate::ops::binary::binary_tile(op, &arg(s.args[0]), &arg(s.args[1]), &mut o, m)
-                }
+                Step::Binary(op) => crate::ops::binary::binary_tile(op, &arg(s.args[0]), &arg(s.args[1]), &mut o, m),
                 Step::Scalar(op, rev, c) => crate::ops::binary::scalar_tile(op, rev, c, &arg(s.args[0]), &mut o, m),
                 Step::Cast => crate::ops::cast_tile(&arg(s.args[0]), &mut o, m),
                 Step::Copy => o.copy_from(&arg(s.args[0])),

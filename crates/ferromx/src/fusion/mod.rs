@@ -115,8 +115,7 @@ pub fn enabled() -> bool {
         1 => true,
         2 => false,
         _ => {
-            let off = std::env::var("FERROMX_FUSION").is_ok_and(|v| v.trim() == "0")
-                || Engine::global().is_naive();
+            let off = std::env::var("FERROMX_FUSION").is_ok_and(|v| v.trim() == "0") || Engine::global().is_naive();
             engine::set_flush_hook(flush);
             ENABLED.store(if off { 2 } else { 1 }, Ordering::Relaxed);
             !off
@@ -317,7 +316,9 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
             })
             .collect();
         // A call repeating an earlier one (`x*2+1` written twice) reuses its value.
-        if let Some(r) = steps.iter().position(|s: &PStep| s.dtype == nd.dtype && s.args == args && same_step(s.step, nd.step)) {
+        if let Some(r) =
+            steps.iter().position(|s: &PStep| s.dtype == nd.dtype && s.args == args && same_step(s.step, nd.step))
+        {
             reg_map[j] = r as u8;
             continue;
         }
