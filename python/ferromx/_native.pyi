@@ -16,7 +16,6 @@ from .ndarray.ndarray import AsyncCopy
 
 _Scalar: TypeAlias = int | float | bool | np.generic
 _Operand: TypeAlias = NDArray | _Scalar
-_Axis: TypeAlias = int | Sequence[int] | None
 # A C-contiguous buffer (NumPy array, bytes, bytearray, memoryview).
 _Buffer: TypeAlias = np.ndarray | bytes | bytearray | memoryview
 _WritableBuffer: TypeAlias = np.ndarray | bytearray | memoryview
@@ -352,10 +351,8 @@ def load_mxnet(path: str, ctx: str = "cpu(0)", np: bool = False
 # -------------------------------------------------------------------- autograd
 def set_fusion(on: bool | None = None) -> bool:
     """Switches eager fusion (returns the previous state; `None` only reads it)."""
-    ...
 def fusion_pending() -> int:
     """Elementwise calls fusion holds back right now (tests)."""
-    ...
 def set_recording(on: bool) -> bool: ...
 def set_training(on: bool) -> bool: ...
 def is_recording() -> bool: ...

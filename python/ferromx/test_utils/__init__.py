@@ -22,15 +22,15 @@ import zipfile
 from collections import OrderedDict
 from contextlib import contextmanager
 
-import numpy as np  # noqa: F401 - MXNet's test_utils exposes these modules
-import numpy.random as rnd  # noqa: F401
+import numpy as np
+import numpy.random as rnd
 import numpy.testing as npt
 
 from .. import ndarray as _nd
-from ..context import Context, current_context  # noqa: F401
-from ..runtime import Features  # noqa: F401
+from ..context import Context, current_context
+from ..runtime import Features
 from ..symbol import Symbol
-from ..util import get_cuda_compute_capability, getenv, setenv, use_np  # noqa: F401
+from ..util import get_cuda_compute_capability, getenv, setenv, use_np
 from . import _compare, _env, _grad, _random, _stats
 from ._compare import *
 from ._env import *
