@@ -48,6 +48,17 @@ class CopyTicket:
     def finish(self) -> None:
         """Completes the wait; raises the engine error if the copy (or its inputs) failed."""
 
+class NativePlan:
+    """A traced graph's operator calls over numbered slots, run in one call (see
+    ``symbol/executor.py``'s ``Plan``)."""
+
+    def __init__(self, steps: Sequence[tuple[str, Sequence[int], int, int, dict[str, Any] | None]],
+                 n_slots: int, heads: Sequence[int]) -> None:
+        """``steps``: ``(operator, input slots, first output slot, output count, attrs)``."""
+
+    def run(self, arrays: Sequence[NDArray]) -> list[NDArray]:
+        """Feeds slots ``0..len(arrays)``, runs every step, returns the head slots' arrays."""
+
 class NDArray:
     """Native NDArray handle (not constructible directly: use ``ferromx.nd.array``)."""
 

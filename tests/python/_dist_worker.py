@@ -62,6 +62,8 @@ def main():
         np.savez(f"{out}.overlap.{r}", *overlap(dist))
     elif mode in ("kill", "stop"):
         fail(mode, dist)
+    elif mode == "kill_train":
+        kill_train(dist)
     elif mode == "watchdog":
         watchdog(dist)
     else:
@@ -132,6 +134,36 @@ def fail(mode, dist):
     dist.allreduce_(a)
     try:
         a.asnumpy()
+        print(f"rank {r}: no error", flush=True)
+    except mx.MXNetError as e:
+        print(f"rank {r}: failed after {time.monotonic() - t0:.1f}s: {e}", flush=True)
+        os._exit(3)
+
+
+def kill_train(dist):
+    """Bucketed training; rank 1 dies after its backward of step 2 (its bucket allreduces
+    are posted, its update is not): rank 0's next collectives must fail with a clear
+    error within the timeout instead of hanging."""
+    r = dist.rank()
+    dist.BUCKET_BYTES, dist.FIRST_BUCKET_BYTES = 800, 300
+    net = make_net()
+    dist.broadcast_parameters(net.collect_params(), root_rank=0)
+    trainer = dist.DistributedTrainer(net.collect_params(), "sgd", opt())
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    n = BATCH // dist.size()
+    t0 = time.monotonic()
+    try:
+        for step, (x, y) in enumerate(batches()):
+            xs, ys = nd.array(x[r * n : (r + 1) * n]), nd.array(y[r * n : (r + 1) * n])
+            with autograd.record():
+                loss = loss_fn(net(xs), ys)
+            t0 = time.monotonic()
+            loss.backward()
+            if r == 1 and step == 2:
+                os.kill(os.getpid(), signal.SIGKILL)
+            trainer.step(n)
+        for p in net.collect_params().values():
+            p.data().asnumpy()
         print(f"rank {r}: no error", flush=True)
     except mx.MXNetError as e:
         print(f"rank {r}: failed after {time.monotonic() - t0:.1f}s: {e}", flush=True)

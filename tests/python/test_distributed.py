@@ -84,6 +84,20 @@ def test_killed_peer_fails_the_job_in_bounded_time(tmp_path):
     assert took < 60
 
 
+def test_peer_killed_mid_bucketed_training_fails_the_job_in_bounded_time(tmp_path):
+    # Rank 1 dies with its step-2 bucket allreduces posted during backward. Rank 0 must
+    # not finish training as if nothing happened, and the job must end within bounds:
+    # either rank 0 raises a clear error, or mpirun tears the job down for the dead rank.
+    r, took = _mpirun("kill_train", tmp_path / "x", timeout=90,
+                      extra_env={"FERROMX_DIST_TIMEOUT": "2"})
+    assert r.returncode != 0
+    assert "rank 0: no error" not in r.stdout, r.stdout
+    assert took < 60
+    if "rank 0: failed after" in r.stdout:
+        line = next(ln for ln in r.stdout.splitlines() if ln.startswith("rank 0: failed after"))
+        assert "allreduce" in line or "peer" in line, line
+
+
 def test_peer_hung_inside_a_blocking_call_aborts_the_job_within_the_timeout(tmp_path):
     r, took = _mpirun("watchdog", tmp_path / "x", timeout=90,
                       extra_env={"FERROMX_DIST_TIMEOUT": "2"})

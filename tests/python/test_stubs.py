@@ -117,6 +117,10 @@ def _rust_api():
             found = set(
                 re.findall(r"^    (?:pub(?:\(crate\))?\s+)?fn\s+(\w+)", body, flags=re.MULTILINE)
             )
+            # a #[new] constructor is Python's __init__
+            for ctor in re.findall(r"#\[new\]\s*(?:pub\s+)?fn\s+(\w+)", body):
+                found.discard(ctor)
+                found.add("__init__")
             methods.setdefault(names.get(m.group(1), m.group(1)), set()).update(found)
     return funcs, methods
 

@@ -7,6 +7,7 @@ mod fileio;
 mod glue;
 mod image;
 mod ndarray;
+mod plan;
 mod profiler;
 mod pyop;
 mod table;
@@ -284,6 +285,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyND>()?;
     m.add_class::<PyNp>()?;
     m.add_class::<CopyTicket>()?;
+    m.add_class::<plan::NativePlan>()?;
     m.add_function(wrap_pyfunction!(invoke, m)?)?;
     m.add_function(wrap_pyfunction!(set_fusion, m)?)?;
     m.add_function(wrap_pyfunction!(fusion_pending, m)?)?;

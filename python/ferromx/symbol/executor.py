@@ -4,7 +4,9 @@ operator calls) and :class:`Executor` (MXNet's ``bind`` result).
 A plan resolves everything once — topological order, each node's operator name and typed
 attributes, which slot each input reads — so running it is a short loop of
 ``_native.invoke`` calls on the engine. Autograd records those calls like any ``nd`` code,
-which is how :meth:`Executor.backward` and hybridized Gluon blocks get gradients.
+which is how :meth:`Executor.backward` and hybridized Gluon blocks get gradients. The
+loop itself runs in Rust (``_native.NativePlan``, attributes converted once) when every
+argument is an NDArray; the Python loop is the fallback and the reference.
 """
 
 import os
@@ -14,6 +16,7 @@ import numpy as np
 from .. import _native, autograd
 from ..base import MXNetError
 from ..context import _ctx_str, current_context
+from ..ndarray.ndarray import NDArray
 from . import _infer, _spec
 
 
@@ -23,7 +26,7 @@ class Plan:
     ``run(arrays)`` takes one NDArray per input name and returns the list of outputs.
     """
 
-    __slots__ = ("head_slots", "input_names", "n_slots", "steps")
+    __slots__ = ("head_slots", "input_names", "n_slots", "native", "steps")
 
     def __init__(self, sym, input_names):
         nodes = sym._nodes()
@@ -57,9 +60,18 @@ class Plan:
         self.n_slots = n
         self.head_slots = [slot[(id(h), i)] for h, i in sym._heads]
         self.input_names = names
+        self.native = _native.NativePlan([(op, list(ins), out, nout, kwargs)
+                                          for op, ins, out, nout, kwargs in steps],
+                                         n, self.head_slots)
 
     def run(self, arrays):
         """Run the graph on ``arrays`` (one per input name); returns the outputs."""
+        if all(isinstance(a, NDArray) for a in arrays):
+            return self.native.run(arrays)
+        return self.run_python(arrays)
+
+    def run_python(self, arrays):
+        """:meth:`run` as a Python loop of ``_native.invoke`` calls (any argument types)."""
         vals = list(arrays)
         vals.extend([None] * (self.n_slots - len(vals)))
         invoke = _native.invoke

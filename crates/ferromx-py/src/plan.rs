@@ -1,0 +1,95 @@
+//! A traced graph's plan run in one call into Rust.
+//!
+//! Why: a hybridized block's forward is a fixed list of operator calls over numbered
+//! slots (`symbol/executor.py`'s `Plan`). Run from Python, each call pays for a list,
+//! a keyword dict and the conversion of every attribute again; a small MLP's forward
+//! spent more time there than in its operators. [`NativePlan`] converts the attributes
+//! once and runs the steps in a Rust loop, with the same results as `invoke` per step:
+//! the same operator definitions, autograd recording, legacy shapes and array classes.
+
+use crate::convert::{to_attrs, to_py_err};
+use crate::ndarray::{legacy_shape, pre_push, wrap_as, PyND};
+use ferromx::opdef::{find, invoke_def, Attrs, OpDef};
+use ferromx::NDArray;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+/// One operator call of a plan: its inputs' slots, its first output slot and count.
+struct Step {
+    def: &'static OpDef,
+    attrs: Attrs,
+    ins: Vec<usize>,
+    out: usize,
+    nout: usize,
+    /// The operator declares `keepdims`: its legacy result is never 0-d.
+    reduction: bool,
+}
+
+/// A step as Python describes it: `(op name, input slots, first output slot, output count, attrs)`.
+type StepSpec<'py> = (String, Vec<usize>, usize, usize, Option<Bound<'py, PyDict>>);
+
+/// A compiled graph: `run(arrays)` feeds slots `0..len(arrays)` and returns the head slots.
+#[pyclass(frozen, module = "ferromx._native")]
+pub struct NativePlan {
+    steps: Vec<Step>,
+    n_slots: usize,
+    heads: Vec<usize>,
+}
+
+#[pymethods]
+impl NativePlan {
+    #[new]
+    fn new(steps: Vec<StepSpec<'_>>, n_slots: usize, heads: Vec<usize>) -> PyResult<Self> {
+        let mut out = Vec::with_capacity(steps.len());
+        for (name, ins, first, nout, attrs) in steps {
+            let def = find(&name).ok_or_else(|| PyValueError::new_err(format!("NativePlan: no operator {name:?}")))?;
+            if ins.iter().any(|&i| i >= n_slots) || first + nout > n_slots {
+                return Err(PyValueError::new_err(format!("NativePlan: step {name} uses a slot past {n_slots}")));
+            }
+            let reduction = def.params.iter().any(|p| p.name == "keepdims");
+            out.push(Step { def, attrs: to_attrs(attrs.as_ref())?, ins, out: first, nout, reduction });
+        }
+        if heads.iter().any(|&h| h >= n_slots) {
+            return Err(PyValueError::new_err(format!("NativePlan: a head slot is past {n_slots}")));
+        }
+        Ok(NativePlan { steps: out, n_slots, heads })
+    }
+
+    /// Runs every step on `arrays` (one per graph input, in slot order); returns the outputs.
+    fn run(&self, py: Python<'_>, arrays: Vec<PyRef<'_, PyND>>) -> PyResult<Vec<Py<PyND>>> {
+        let mut slots: Vec<Option<(NDArray, bool)>> = vec![None; self.n_slots];
+        for (slot, a) in slots.iter_mut().zip(&arrays) {
+            *slot = Some((a.a.clone(), a.np));
+        }
+        for s in &self.steps {
+            let mut ins = Vec::with_capacity(s.ins.len());
+            let mut np = false;
+            for &i in &s.ins {
+                let (a, is_np) = slots[i].as_ref().ok_or_else(|| {
+                    PyValueError::new_err(format!(
+                        "{}: input slot {i} has no array (the plan was given too few)",
+                        s.def.name
+                    ))
+                })?;
+                ins.push(Some(a.clone()));
+                np |= *is_np;
+            }
+            let lift = !np && (s.reduction || ins.iter().any(|x| x.as_ref().is_some_and(|x| x.ndim() > 0)));
+            pre_push(py);
+            let outs = invoke_def(s.def, &ins, &s.attrs).map_err(to_py_err)?;
+            for (k, o) in outs.into_iter().take(s.nout).enumerate() {
+                slots[s.out + k] = Some((legacy_shape(o, lift)?, np));
+            }
+        }
+        self.heads
+            .iter()
+            .map(|&h| {
+                let (a, np) = slots[h]
+                    .clone()
+                    .ok_or_else(|| PyValueError::new_err(format!("plan head slot {h} has no array")))?;
+                wrap_as(py, a, np)
+            })
+            .collect()
+    }
+}
