@@ -48,8 +48,24 @@ fn invoke_np(
 
 /// A reduction (it declares `keepdims`): in MXNet's legacy API it gives shape `(1,)` even
 /// for a 0-d input.
-fn is_reduction(name: &str) -> bool {
-    ferromx::opdef::find(name).is_some_and(|d| d.params.iter().any(|p| p.name == "keepdims"))
+pub(crate) fn is_reduction(def: &ferromx::opdef::OpDef) -> bool {
+    def.params.iter().any(|p| p.name == "keepdims")
+}
+
+/// Runs `def` as `invoke` does: pushes (see [`pre_push`]) and gives legacy results
+/// (`np` false) MXNet's legacy shapes. `reduction` is [`is_reduction`] of `def`.
+pub(crate) fn invoke_legacy(
+    py: Python<'_>,
+    def: &'static ferromx::opdef::OpDef,
+    ins: &[Option<ferromx::NDArray>],
+    attrs: &ferromx::opdef::Attrs,
+    np: bool,
+    reduction: bool,
+) -> PyResult<Vec<ferromx::NDArray>> {
+    let lift = !np && (reduction || ins.iter().any(|x| x.as_ref().is_some_and(|x| x.ndim() > 0)));
+    pre_push(py);
+    let outs = ferromx::opdef::invoke_def(def, ins, attrs).map_err(to_py_err)?;
+    outs.into_iter().map(|o| legacy_shape(o, lift)).collect()
 }
 
 fn invoke_as(
@@ -61,16 +77,14 @@ fn invoke_as(
 ) -> PyResult<Py<PyAny>> {
     let ins: Vec<Option<ferromx::NDArray>> = inputs.iter().map(|x| x.as_ref().map(|x| x.a.clone())).collect();
     let np = force_np || inputs.iter().any(|x| x.as_ref().is_some_and(|x| x.np));
-    let lift = !np && (ins.iter().any(|x| x.as_ref().is_some_and(|x| x.ndim() > 0)) || is_reduction(name));
     let a = to_attrs(attrs)?;
-    pre_push(py);
-    let outs = ferromx::opdef::invoke(name, &ins, &a).map_err(to_py_err)?;
+    let def = ferromx::opdef::find(name).ok_or_else(|| to_py_err(ferromx::Error::value(name, "no such operator")))?;
+    let outs = invoke_legacy(py, def, &ins, &a, np, is_reduction(def))?;
     if outs.len() == 1 {
         let o = outs.into_iter().next().expect("one output");
-        return Ok(wrap_as(py, legacy_shape(o, lift)?, np)?.into_any());
+        return Ok(wrap_as(py, o, np)?.into_any());
     }
-    let v: Vec<Py<PyND>> =
-        outs.into_iter().map(|o| wrap_as(py, legacy_shape(o, lift)?, np)).collect::<PyResult<_>>()?;
+    let v: Vec<Py<PyND>> = outs.into_iter().map(|o| wrap_as(py, o, np)).collect::<PyResult<_>>()?;
     Ok(PyList::new(py, v)?.into_any().unbind())
 }
 

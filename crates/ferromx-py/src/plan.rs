@@ -7,9 +7,10 @@
 //! once and runs the steps in a Rust loop, with the same results as `invoke` per step:
 //! the same operator definitions, autograd recording, legacy shapes and array classes.
 
-use crate::convert::{to_attrs, to_py_err};
-use crate::ndarray::{legacy_shape, pre_push, wrap_as, PyND};
-use ferromx::opdef::{find, invoke_def, Attrs, OpDef};
+use crate::convert::to_attrs;
+use crate::ndarray::{wrap_as, PyND};
+use crate::{invoke_legacy, is_reduction};
+use ferromx::opdef::{find, Attrs, OpDef};
 use ferromx::NDArray;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -22,7 +23,7 @@ struct Step {
     ins: Vec<usize>,
     out: usize,
     nout: usize,
-    /// The operator declares `keepdims`: its legacy result is never 0-d.
+    /// [`is_reduction`] of `def`, decided once.
     reduction: bool,
 }
 
@@ -47,8 +48,14 @@ impl NativePlan {
             if ins.iter().any(|&i| i >= n_slots) || first + nout > n_slots {
                 return Err(PyValueError::new_err(format!("NativePlan: step {name} uses a slot past {n_slots}")));
             }
-            let reduction = def.params.iter().any(|p| p.name == "keepdims");
-            out.push(Step { def, attrs: to_attrs(attrs.as_ref())?, ins, out: first, nout, reduction });
+            out.push(Step {
+                def,
+                attrs: to_attrs(attrs.as_ref())?,
+                ins,
+                out: first,
+                nout,
+                reduction: is_reduction(def),
+            });
         }
         if heads.iter().any(|&h| h >= n_slots) {
             return Err(PyValueError::new_err(format!("NativePlan: a head slot is past {n_slots}")));
@@ -75,11 +82,9 @@ impl NativePlan {
                 ins.push(Some(a.clone()));
                 np |= *is_np;
             }
-            let lift = !np && (s.reduction || ins.iter().any(|x| x.as_ref().is_some_and(|x| x.ndim() > 0)));
-            pre_push(py);
-            let outs = invoke_def(s.def, &ins, &s.attrs).map_err(to_py_err)?;
+            let outs = invoke_legacy(py, s.def, &ins, &s.attrs, np, s.reduction)?;
             for (k, o) in outs.into_iter().take(s.nout).enumerate() {
-                slots[s.out + k] = Some((legacy_shape(o, lift)?, np));
+                slots[s.out + k] = Some((o, np));
             }
         }
         self.heads

@@ -24,6 +24,31 @@ pub(crate) struct Program {
     pub(crate) steps: Vec<PStep>,
     pub(crate) outs: Vec<usize>,
     pub(crate) n: usize,
+    /// Per step, the output it writes straight into (see [`Program::new`]).
+    direct: Vec<Option<usize>>,
+}
+
+impl Program {
+    /// A program; decides once which steps bypass their tile. A step whose value is
+    /// one output and that no later step reads is computed straight into the output
+    /// (no tile, no copy); other values live in tiles.
+    pub(crate) fn new(ext: Vec<DType>, steps: Vec<PStep>, outs: Vec<usize>, n: usize) -> Program {
+        let mut read_later = vec![false; steps.len()];
+        for s in &steps {
+            for a in &s.args {
+                if let Src::Reg(r) = *a {
+                    read_later[r as usize] = true;
+                }
+            }
+        }
+        let direct = (0..steps.len())
+            .map(|j| match outs.iter().filter(|&&o| o == j).count() {
+                1 if !read_later[j] => outs.iter().position(|&o| o == j),
+                _ => None,
+            })
+            .collect();
+        Program { ext, steps, outs, n, direct }
+    }
 }
 
 /// The kernel of a fused op.
@@ -56,28 +81,11 @@ pub(crate) fn run(p: &Program, k: &Kernel) -> Result<(), OpFailure> {
 }
 
 /// Elements `start..start + len` of every output (`outs` are those pieces).
-///
-/// A step whose value is one output and that no later step reads is computed
-/// straight into the output (no tile, no copy); other values live in tiles.
 fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, len: usize) {
     let tile = TILE.min(len);
-    let mut read_later = vec![false; p.steps.len()];
-    for s in &p.steps {
-        for a in &s.args {
-            if let Src::Reg(r) = *a {
-                read_later[r as usize] = true;
-            }
-        }
-    }
-    // direct[j]: the output slot step j writes into, when it bypasses its tile.
-    let direct: Vec<Option<usize>> = (0..p.steps.len())
-        .map(|j| match p.outs.iter().filter(|&&o| o == j).count() {
-            1 if !read_later[j] => p.outs.iter().position(|&o| o == j),
-            _ => None,
-        })
-        .collect();
+    let direct = &p.direct;
     let mut bufs: Vec<Buf> =
-        p.steps.iter().zip(&direct).map(|(s, d)| Buf::new(s.dtype, if d.is_some() { 0 } else { tile })).collect();
+        p.steps.iter().zip(direct).map(|(s, d)| Buf::new(s.dtype, if d.is_some() { 0 } else { tile })).collect();
     let mut t = 0;
     while t < len {
         let m = tile.min(len - t);

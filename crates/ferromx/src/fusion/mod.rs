@@ -327,12 +327,12 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
         names.push(nd.def.name);
     }
     let outv: Vec<View> = outs.iter().filter_map(|&j| nodes[j].out.clone()).collect();
-    let prog = Program {
-        ext: ins.iter().map(|v| v.dtype).collect(),
+    let prog = Program::new(
+        ins.iter().map(|v| v.dtype).collect(),
         steps,
-        outs: outs.iter().map(|&j| reg_map[j] as usize).collect(),
-        n: outv.first().map(|v| v.len).unwrap_or(0),
-    };
+        outs.iter().map(|&j| reg_map[j] as usize).collect(),
+        outv.first().map(|v| v.len).unwrap_or(0),
+    );
     let first = needed.iter().position(|&x| x).unwrap_or(outs[0]);
     let label = nodes[first].label.clone();
     let (name, detail) = if Engine::global().has_listeners() {
