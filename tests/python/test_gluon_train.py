@@ -81,6 +81,49 @@ def test_softmax_ce_gradient():
     _close(_np(xin.grad), p - onehot, rtol=1e-4, atol=1e-5)
 
 
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_softmax_ce_sequence_output_and_wide_rows(dtype):
+    # (T, N, C) scores with (T, N) labels take the fused operator on the (T*N, C)
+    # view: loss and gradient equal NumPy's log_softmax + pick, rows wider than
+    # the kernel's eight lanes and with a remainder (C = 1003).
+    t, n, c = 3, 5, 1003
+    x = (np.random.normal(size=(t, n, c)) * 4).astype(dtype)
+    y = np.random.randint(0, c, size=(t, n))
+    g = np.random.uniform(0.5, 1.5, size=(t,)).astype(dtype)
+    xin = nd.array(x, dtype=dtype)
+    xin.attach_grad()
+    with autograd.record():
+        loss = gluon.loss.SoftmaxCELoss()(xin, nd.array(y))
+    loss.backward(nd.array(g, dtype=dtype))
+    logp = _log_softmax(x.astype(np.float64))
+    ref = -np.take_along_axis(logp, y[..., None], axis=-1)[..., 0]
+    _close(_np(loss), ref.mean(axis=1), rtol=1e-5, atol=1e-5)
+    # d loss_t / d x = (softmax - onehot) * g_t / n
+    want = (np.exp(logp) - np.eye(c)[y]) * (g[:, None, None] / n)
+    _close(_np(xin.grad), want, rtol=1e-4, atol=1e-7)
+
+
+def test_softmax_ce_loss_is_exact_for_confident_wrong_scores():
+    # -log_softmax at the label, not -log(max(p, tiny)): a probability that
+    # underflows still gives the exact loss (MXNet's log_softmax + pick does).
+    x = nd.array([[0.0, 150.0, -3.0], [2.0, 1.0, 0.0]])
+    out = _np(gluon.loss.SoftmaxCELoss()(x, nd.array([0, 0])))
+    lse = np.log(np.exp(np.array([2.0, 1.0, 0.0])).sum())
+    _close(out, [150.0, lse - 2.0], rtol=1e-6)
+
+
+def test_softmax_ce_bad_head_gradient_is_a_clear_error():
+    x = nd.array(np.random.normal(size=(4, 3)).astype(np.float32))
+    x.attach_grad()
+    with autograd.record():
+        loss = nd.softmax_ce_loss(x, nd.array([0, 1, 2, 0]))
+    with pytest.raises(Exception, match="head gradient"):
+        loss.backward(nd.ones((5,)))
+    with pytest.raises(Exception, match="head gradient|dtype"):
+        loss.backward(nd.ones((4,), dtype="float64"))
+
+
 def test_regression_losses():
     pred = np.random.normal(size=(5, 3)).astype(np.float32)
     label = np.random.normal(size=(5, 3)).astype(np.float32)

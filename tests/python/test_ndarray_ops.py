@@ -686,6 +686,20 @@ def test_softmax_log_softmax(axis, temp):
     check(nd.log_softmax(ndarr(x), axis=axis, **kw), np.log(sm), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("temp", [None, 0.5])
+def test_softmax_wide_rows_in_parallel(temp):
+    # Contiguous float32 rows (last axis) take the eight-lane kernel, rows split
+    # across threads: widths with and without a remainder, many rows, large scores.
+    for shape in [(80, 1003), (70, 512), (3, 7)]:
+        x = rand(shape, -30, 30, seed=5)
+        z = x.astype(np.float64) / (temp or 1.0)
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        sm = e / e.sum(axis=-1, keepdims=True)
+        kw = {} if temp is None else {"temperature": temp}
+        check(nd.softmax(ndarr(x), **kw), sm, rtol=1e-5, atol=1e-7)
+        check(nd.log_softmax(ndarr(x), **kw), np.log(sm), rtol=1e-5, atol=1e-4)
+
+
 # ----------------------------------------------------------------------------- dtypes
 
 

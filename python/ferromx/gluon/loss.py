@@ -201,11 +201,16 @@ class SoftmaxCrossEntropyLoss(Loss):
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
         axis = self._axis % pred.ndim
-        if self._sparse_label and not self._from_logits and pred.ndim == 2 and axis == 1:
+        fused = self._sparse_label and not self._from_logits and axis == pred.ndim - 1
+        if fused and pred.ndim == 2:
             # The common (batch, classes) case: one fused native operator.
-            if label.ndim == 2:
-                label = label.reshape((label.size,))
-            loss = F.softmax_ce_loss(pred, label, axis=axis).expand_dims(axis)
+            loss = F.softmax_ce_loss(pred, label.reshape((-1,)), axis=-1).expand_dims(1)
+        elif fused and pred.ndim > 2 and not _is_symbol(pred) and label.size * pred.shape[-1] == pred.size:
+            # Sequence outputs (..., classes): the fused operator on the
+            # (rows, classes) view, its losses shaped back as pick's.
+            rows = pred.reshape((-1, pred.shape[-1]))
+            loss = F.softmax_ce_loss(rows, label.reshape((-1,)), axis=-1)
+            loss = loss.reshape(pred.shape[:-1] + (1,))
         else:
             if not self._from_logits:
                 pred = F.log_softmax(pred, axis=axis)

@@ -138,10 +138,77 @@ pub(super) fn softmax_row<T: Elem>(x: &[T], o: &mut [T], base: usize, n: usize, 
     }
 }
 
+/// The max of a float32 row, in eight lanes (NaN-ignoring, as `f32::max`).
+fn row_max_f32(xr: &[f32]) -> f32 {
+    const L: usize = 8;
+    let mut m = [f32::NEG_INFINITY; L];
+    let xc = xr.chunks_exact(L);
+    let tail = xc.remainder();
+    for c in xc {
+        for i in 0..L {
+            m[i] = m[i].max(c[i]);
+        }
+    }
+    tail.iter().fold(m.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b)), |a, &b| a.max(b))
+}
+
+/// `o = exp(scale * x - mx)` over a float32 row, returning the sum (eight
+/// f32 lanes, added in f64), with the vectorising `exp` of the unary kernels.
+fn row_exp_sum_f32(xr: &[f32], o: &mut [f32], scale: f32, mx: f32) -> f64 {
+    const L: usize = 8;
+    let mut s = [0.0f32; L];
+    let mut oc = o.chunks_exact_mut(L);
+    let xc = xr.chunks_exact(L);
+    let tail = xc.remainder();
+    for (po, xi) in (&mut oc).zip(xc) {
+        for i in 0..L {
+            let e = crate::ops::unary::exp_f32(xi[i] * scale - mx);
+            po[i] = e;
+            s[i] += e;
+        }
+    }
+    let mut sum: f64 = s.iter().map(|&v| v as f64).sum();
+    for (po, &xi) in oc.into_remainder().iter_mut().zip(tail) {
+        let e = crate::ops::unary::exp_f32(xi * scale - mx);
+        *po = e;
+        sum += e as f64;
+    }
+    sum
+}
+
+/// Softmax (or log-softmax) of one contiguous float32 row at temperature `t`.
+fn softmax_row_f32(xr: &[f32], o: &mut [f32], t: f32, log: bool) {
+    let scale = 1.0 / t;
+    let mx = if t == 1.0 { row_max_f32(xr) } else { xr.iter().fold(f32::NEG_INFINITY, |a, &b| a.max(b * scale)) };
+    let sum = row_exp_sum_f32(xr, o, scale, mx);
+    if log {
+        let lse = sum.ln() as f32;
+        for (po, &xi) in o.iter_mut().zip(xr) {
+            *po = (xi * scale - mx) - lse;
+        }
+    } else {
+        let inv = (1.0 / sum) as f32;
+        for po in o.iter_mut() {
+            *po *= inv;
+        }
+    }
+}
+
 /// `softmax` and `log_softmax` over the middle axis of `(outer, n, inner)`.
 pub(super) fn softmax_kernel(c: &OpCall, k: &Kernel) -> KResult {
     let (outer, n, inner, t) = (c.us(0), c.us(1), c.us(2), c.nums[0]);
     let log = c.def.name == "log_softmax";
+    if k.in_dtype(0) == DType::F32 && inner == 1 && n > 0 {
+        use rayon::prelude::*;
+        let (xs, o) = (k.input::<f32>(0), k.output::<f32>(0));
+        let rows = |(xr, or): (&[f32], &mut [f32])| softmax_row_f32(xr, or, t as f32, log);
+        if outer >= 64 && outer * n >= 1 << 15 {
+            xs.par_chunks(n).zip(o.par_chunks_mut(n)).for_each(rows);
+        } else {
+            xs.chunks(n).zip(o.chunks_mut(n)).for_each(rows);
+        }
+        return Ok(());
+    }
     with_float_dtype!(
         k.in_dtype(0),
         T,
@@ -171,21 +238,42 @@ pub(super) fn softmax_kernel(c: &OpCall, k: &Kernel) -> KResult {
 
 /// The fused softmax cross-entropy: per-sample losses (`softmax_ce_loss`) or
 /// their sum (`softmax_cross_entropy`), and the probabilities (output 1).
+///
+/// The loss of a row is `log(sum(exp(x - max))) - (x[label] - max)`, which is
+/// `-log_softmax(x)[label]` as MXNet's Gluon loss computes it (no clamp of
+/// tiny probabilities).
 pub(super) fn softmax_ce_kernel(c: &OpCall, k: &Kernel) -> KResult {
     use rayon::prelude::*;
     let name = c.def.name;
     let total = name == "softmax_cross_entropy";
     let (n, cl) = (k.in_shape(0).dims()[0], k.in_shape(0).dims()[1]);
-    let labels: Vec<f64> = with_dtype!(k.in_dtype(1), L, k.input::<L>(1).iter().map(|v| v.to_f64()).collect());
-    if let Some(&l) = labels.iter().take(n).find(|&&l| l < 0.0 || l as usize >= cl || l.fract() != 0.0) {
-        return Err(OpFailure::new(ErrorKind::Index, format!("{name}: label {l} out of range for {cl} classes")));
+    let labels = ce_labels(name, k, 1, n, cl)?;
+    let write = |losses: Vec<f64>, o: &mut dyn FnMut(usize, f64)| {
+        if total {
+            o(0, losses.iter().sum());
+        } else {
+            for (i, l) in losses.into_iter().enumerate() {
+                o(i, l);
+            }
+        }
+    };
+    if k.in_dtype(0) == DType::F32 {
+        let (x, o, p) = (k.input::<f32>(0), k.output::<f32>(0), k.output::<f32>(1));
+        let losses: Vec<f64> = p
+            .par_chunks_mut(cl.max(1))
+            .zip(x.par_chunks(cl.max(1)))
+            .zip(labels.par_iter())
+            .map(|((pr, xr), &l)| ce_row_f32(xr, pr, l))
+            .collect();
+        write(losses, &mut |i, v| o[i] = v as f32);
+        return Ok(());
     }
     with_float_dtype!(
         k.in_dtype(0),
         T,
         {
             let (x, o, p) = (k.input::<T>(0), k.output::<T>(0), k.output::<T>(1));
-            // Rows in parallel; one exp per element (the exponentials are stored, then scaled).
+            // Rows in parallel; one exp per element (stored, then scaled).
             let losses: Vec<f64> = p
                 .par_chunks_mut(cl.max(1))
                 .zip(x.par_chunks(cl.max(1)))
@@ -202,16 +290,70 @@ pub(super) fn softmax_ce_kernel(c: &OpCall, k: &Kernel) -> KResult {
                     for o in pr.iter_mut() {
                         *o = T::from_f64(o.to_f64() * inv);
                     }
-                    -pr[l as usize].to_f64().max(1e-30).ln()
+                    sum.ln() - (xr[l].to_f64() - mx)
                 })
                 .collect();
-            if total {
-                o[0] = T::from_f64(losses.iter().sum());
+            write(losses, &mut |i, v| o[i] = T::from_f64(v));
+        },
+        unreachable!("cast to float before the push")
+    );
+    Ok(())
+}
+
+/// The labels of a softmax cross-entropy (input `at`) as row indices,
+/// failing the op on one that is not an integer class in `0..cl`.
+fn ce_labels(name: &str, k: &Kernel, at: usize, n: usize, cl: usize) -> std::result::Result<Vec<usize>, OpFailure> {
+    let labels: Vec<f64> =
+        with_dtype!(k.in_dtype(at), L, k.input::<L>(at).iter().take(n).map(|v| v.to_f64()).collect());
+    labels
+        .iter()
+        .map(|&l| {
+            if l < 0.0 || l as usize >= cl || l.fract() != 0.0 || l.is_nan() {
+                Err(OpFailure::new(ErrorKind::Index, format!("{name}: label {l} out of range for {cl} classes")))
             } else {
-                for (o, l) in o.iter_mut().zip(&losses) {
-                    *o = T::from_f64(*l);
-                }
+                Ok(l as usize)
             }
+        })
+        .collect()
+}
+
+/// One float32 row of the fused softmax cross-entropy: writes the
+/// probabilities, returns the loss. Eight lanes for the max and the sum, and
+/// the vectorising `exp` of the unary kernels, so the row runs at memory speed
+/// rather than at f64 `exp`'s.
+fn ce_row_f32(xr: &[f32], pr: &mut [f32], l: usize) -> f64 {
+    let mx = row_max_f32(xr);
+    let sum = row_exp_sum_f32(xr, pr, 1.0, mx);
+    let inv = (1.0 / sum) as f32;
+    for po in pr.iter_mut() {
+        *po *= inv;
+    }
+    sum.ln() - (xr[l] - mx) as f64
+}
+
+/// The gradient of the fused softmax cross-entropy in one pass:
+/// `dx = (prob - onehot(label)) * g`, with `g` per row (`softmax_ce_loss`)
+/// or one value (`softmax_cross_entropy`). Inputs: prob, label, g; output dx.
+/// Rounds as the unfused `(prob - onehot) * g` does (a subtract, then a
+/// multiply, each in the element type).
+pub(super) fn softmax_ce_backward(k: &Kernel, name: &str) -> KResult {
+    use rayon::prelude::*;
+    let (n, cl) = (k.in_shape(0).dims()[0], k.in_shape(0).dims()[1]);
+    let labels = ce_labels(name, k, 1, n, cl)?;
+    with_float_dtype!(
+        k.in_dtype(0),
+        T,
+        {
+            let (p, g, d) = (k.input::<T>(0), k.input::<T>(2), k.output::<T>(0));
+            let per_row = g.len() == n;
+            d.par_chunks_mut(cl.max(1)).zip(p.par_chunks(cl.max(1))).enumerate().for_each(|(r, (dr, pr))| {
+                let gr = g[if per_row { r } else { 0 }].to_f64();
+                for (o, &v) in dr.iter_mut().zip(pr) {
+                    *o = T::from_f64(v.to_f64() * gr);
+                }
+                let l = labels[r];
+                dr[l] = T::from_f64(T::from_f64(pr[l].to_f64() - 1.0).to_f64() * gr);
+            });
         },
         unreachable!("cast to float before the push")
     );

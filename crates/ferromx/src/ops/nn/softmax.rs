@@ -8,6 +8,7 @@ use crate::ndarray::NDArray;
 use crate::opdef::{push_call, OpCall};
 use crate::ops::{self, BinOp, ReduceOp};
 use crate::shape::{norm_axis, Shape};
+use crate::storage::push_kernel;
 
 fn layout(x: &NDArray, ax: usize) -> (usize, usize, usize) {
     let d = x.dims();
@@ -81,7 +82,7 @@ fn softmax_ce_as(which: usize, pred: &NDArray, label: &NDArray) -> Result<NDArra
     if pred.ndim() != 2 {
         return Err(Error::shape(name, &[pred.shape(), label.shape()], "pred must be (batch, classes)"));
     }
-    let (n, c) = (pred.dims()[0], pred.dims()[1]);
+    let n = pred.dims()[0];
     if label.size() != n {
         return Err(Error::shape(name, &[pred.shape(), label.shape()], "label must have one entry per sample"));
     }
@@ -101,12 +102,21 @@ fn softmax_ce_as(which: usize, pred: &NDArray, label: &NDArray) -> Result<NDArra
             &[&pred, label],
             &[&out],
             Box::new(move |g| {
-                // d/dx = (softmax - onehot) * g
-                let oh = ops::one_hot(&lb, c, 1.0, 0.0, dt)?;
-                let d = ops::sub(&pr, &oh)?;
-                let gshape = if which == 6 { [1, 1] } else { [n, 1] };
-                let gg = ops::reshape_to(&g[0], Shape::new(&gshape))?;
-                Ok(vec![Some(ops::mul(&d, &gg)?), None])
+                // d/dx = (softmax - onehot) * g, in one pass (`softmax_ce_backward`).
+                let gg = &g[0];
+                if gg.dtype() != dt || gg.size() != if which == 6 { 1 } else { n } {
+                    return Err(Error::shape(name, &[gg.shape(), pr.shape()], "head gradient does not match the loss"));
+                }
+                let dx = NDArray::empty(pr.shape().clone(), dt, pr.ctx())?;
+                if dx.size() > 0 {
+                    push_kernel(
+                        "_backward_softmax_ce",
+                        vec![pr.view(), lb.view(), gg.view()],
+                        vec![dx.view()],
+                        move |k| super::cpu::softmax_ce_backward(k, name),
+                    );
+                }
+                Ok(vec![Some(dx), None])
             }),
         );
     }

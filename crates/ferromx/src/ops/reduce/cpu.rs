@@ -127,23 +127,40 @@ fn reduce_float<T: Arith>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r:
         }
         return;
     }
-    let row = |o: usize, orow: &mut [T]| {
-        let mut acc = vec![identity(op); inner];
+    // Output row `o`, columns `j0..j0 + orow.len()`: each column summed over
+    // `k = 0..r` in order (the same order whatever the split, so results do
+    // not depend on the thread count). Sum and mean get a loop of plain adds
+    // the compiler vectorises; the other reductions call `combine`.
+    let block = |o: usize, j0: usize, orow: &mut [T]| {
+        let w = orow.len();
+        let mut acc = vec![identity(op); w];
         for k in 0..r {
-            let base = (o * r + k) * inner;
-            for (a, v) in acc.iter_mut().zip(&x[base..base + inner]) {
-                *a = combine(op, *a, v.to_f64());
+            let base = (o * r + k) * inner + j0;
+            let xs = &x[base..base + w];
+            if matches!(op, ReduceOp::Sum | ReduceOp::Mean) {
+                for (a, v) in acc.iter_mut().zip(xs) {
+                    *a += v.to_f64();
+                }
+            } else {
+                for (a, v) in acc.iter_mut().zip(xs) {
+                    *a = combine(op, *a, v.to_f64());
+                }
             }
         }
         for (ov, a) in orow.iter_mut().zip(acc) {
             *ov = fin(a);
         }
     };
-    if outer > 1 && outer * r * inner >= 1 << 17 {
-        out.par_chunks_mut(inner).enumerate().for_each(|(o, c)| row(o, c));
+    if outer * r * inner >= 1 << 17 {
+        // Column blocks of every output row in parallel: a reduction over a
+        // leading axis (a bias gradient, outer = 1) splits too.
+        let cols = inner.div_ceil(rayon::current_num_threads() * 4).clamp(64.min(inner), 4096);
+        out.par_chunks_mut(inner).enumerate().for_each(|(o, orow)| {
+            orow.par_chunks_mut(cols).enumerate().for_each(|(b, c)| block(o, b * cols, c));
+        });
     } else {
         for (o, c) in out.chunks_mut(inner).enumerate() {
-            row(o, c);
+            block(o, 0, c);
         }
     }
 }
