@@ -152,8 +152,17 @@ impl NDArray {
     /// Address of this array's first element, for zero-copy export (DLPack).
     /// Call [`NDArray::wait_to_read`] (reading) or [`NDArray::wait_to_write`]
     /// (writing) first; the address stays valid while any handle lives.
-    pub fn data_addr(&self) -> usize {
-        self.0.chunk.addr() + self.0.offset * self.0.dtype.size()
+    /// Fails with [`Error::Alloc`] when a buffer no op has touched yet cannot be had.
+    pub fn data_addr(&self) -> Result<usize> {
+        match self.0.chunk.addr() {
+            Some(a) => Ok(a + self.0.offset * self.0.dtype.size()),
+            None => Err(Error::Alloc {
+                op: "to_dlpack".into(),
+                shape: self.0.shape.to_string(),
+                dtype: self.0.dtype.to_string(),
+                bytes: crate::error::fmt_bytes(self.0.chunk.bytes as u128),
+            }),
+        }
     }
 
     /// Shape.
