@@ -8,10 +8,9 @@ left alive do not matter.
 
 import gc
 
+import ferromx as mx
 import numpy as np
 import pytest
-
-import ferromx as mx
 from ferromx import autograd, engine, nd
 
 N = 256 * 1024  # float32 elements: 1 MiB per array, its own pool class exactly
