@@ -26,7 +26,7 @@ class Plan:
     ``run(arrays)`` takes one NDArray per input name and returns the list of outputs.
     """
 
-    __slots__ = ("head_slots", "input_names", "n_slots", "native", "steps")
+    __slots__ = ("head_slots", "input_names", "n_slots", "native", "release", "steps")
 
     def __init__(self, sym, input_names):
         nodes = sym._nodes()
