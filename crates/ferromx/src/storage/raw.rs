@@ -76,7 +76,14 @@ impl Chunk {
         if !(LAZY_MIN..=LAZY_MAX).contains(&bytes) {
             let _ = buf.set(Some(backend.allocate(bytes)?));
         }
-        Some(Arc::new(Chunk { var: Engine::global().new_var(), buf, bytes, ctx, backend: Some(backend), external: None }))
+        Some(Arc::new(Chunk {
+            var: Engine::global().new_var(),
+            buf,
+            bytes,
+            ctx,
+            backend: Some(backend),
+            external: None,
+        }))
     }
 
     /// The buffer, allocated now if no operation touched the chunk yet. Panics
