@@ -50,6 +50,8 @@ impl NDArray {
     /// A new array whose contents are unspecified (the engine writes them).
     /// Fails with [`Error::Alloc`] when the memory cannot be had, or the size
     /// does not fit in the address space, instead of aborting the process.
+    /// Buffers of 64 KiB to 1 GiB are taken when the first op touching them runs
+    /// (a failure there fails that op); see `storage::Chunk`.
     ///
     /// A context without a backend (`gpu(i)` today) fails with [`Error::Device`].
     pub fn empty(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<Self> {
