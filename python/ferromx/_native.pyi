@@ -34,6 +34,9 @@ class EngineInfo(TypedDict):
     pool_bytes: int
     pool_hits: int
     pool_misses: int
+    live_bytes: int
+    peak_live_bytes: int
+    peak_held_bytes: int
 
 class CopyTicket:
     """A pending copy to host memory (``asnumpy_async``)."""
@@ -415,6 +418,9 @@ def push_py(
 
 def engine_info() -> EngineInfo:
     """Engine settings and counters."""
+
+def reset_memory_peaks() -> None:
+    """Resets the storage pool's high-water marks (``peak_live_bytes``, ``peak_held_bytes``)."""
 
 def _set_error_types(mxnet: type, value: type, type_: type, index: type) -> None:
     """Installs the Python exception classes used for engine and operator errors."""

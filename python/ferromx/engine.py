@@ -37,6 +37,21 @@ def info():
     return _native.engine_info()
 
 
+def memory_info():
+    """Host storage counters in bytes: ``live`` (buffers of live arrays, by allocation
+    class), ``pooled`` (freed buffers kept for reuse), ``peak_live`` and ``peak_held``
+    (high-water marks of live and of live + pooled since start or
+    :func:`reset_memory_peaks`)."""
+    d = _native.engine_info()
+    return {"live": d["live_bytes"], "pooled": d["pool_bytes"], "peak_live": d["peak_live_bytes"],
+            "peak_held": d["peak_held_bytes"]}
+
+
+def reset_memory_peaks():
+    """Resets the high-water marks of :func:`memory_info` to the current values."""
+    _native.reset_memory_peaks()
+
+
 def is_naive():
     """Whether ``FERROMX_ENGINE_TYPE=NaiveEngine`` (synchronous) mode is on."""
     return _native.engine_info()["naive"]

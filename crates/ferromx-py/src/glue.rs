@@ -282,7 +282,7 @@ pub fn to_dlpack_versioned(py: Python<'_>, arr: &ferromx::NDArray, read_only: bo
             deleter: Some(exported_v_deleter),
             flags: if read_only { DLPACK_FLAG_READ_ONLY } else { 0 },
             dl_tensor: DLTensor {
-                data: arr.data_addr() as *mut std::ffi::c_void,
+                data: arr.data_addr().map_err(crate::convert::to_py_err)? as *mut std::ffi::c_void,
                 device: DLDevice { device_type: 1, device_id: 0 },
                 ndim: shape.len() as i32,
                 dtype: dl_dtype(arr.dtype()),
@@ -315,7 +315,7 @@ pub fn to_dlpack(py: Python<'_>, arr: &ferromx::NDArray) -> PyResult<Py<PyAny>> 
     let mut ex = Box::new(Exported {
         managed: DLManagedTensor {
             dl_tensor: DLTensor {
-                data: arr.data_addr() as *mut std::ffi::c_void,
+                data: arr.data_addr().map_err(crate::convert::to_py_err)? as *mut std::ffi::c_void,
                 device: DLDevice { device_type: 1, device_id: 0 },
                 ndim: shape.len() as i32,
                 dtype: dl_dtype(arr.dtype()),

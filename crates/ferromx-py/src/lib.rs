@@ -270,7 +270,16 @@ fn engine_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("pool_bytes", p.pooled_bytes)?;
     d.set_item("pool_hits", p.hits)?;
     d.set_item("pool_misses", p.misses)?;
+    d.set_item("live_bytes", p.live_bytes)?;
+    d.set_item("peak_live_bytes", p.peak_live_bytes)?;
+    d.set_item("peak_held_bytes", p.peak_held_bytes)?;
     Ok(d)
+}
+
+/// Resets the storage pool's high-water marks (`peak_live_bytes`, `peak_held_bytes`).
+#[pyfunction]
+fn reset_memory_peaks() {
+    ferromx::storage::reset_pool_peaks();
 }
 
 /// Installs the Python exception classes used for errors.
@@ -328,6 +337,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(seed, m)?)?;
     m.add_function(wrap_pyfunction!(record_custom, m)?)?;
     m.add_function(wrap_pyfunction!(engine_info, m)?)?;
+    m.add_function(wrap_pyfunction!(reset_memory_peaks, m)?)?;
     m.add_function(wrap_pyfunction!(_set_error_types, m)?)?;
     m.add_function(wrap_pyfunction!(_fail_op, m)?)?;
     m.add_function(wrap_pyfunction!(_sleep_op, m)?)?;

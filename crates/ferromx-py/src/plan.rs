@@ -36,6 +36,10 @@ pub struct NativePlan {
     steps: Vec<Step>,
     n_slots: usize,
     heads: Vec<usize>,
+    /// Per step, the slots no later step reads (and that are not heads): they are
+    /// dropped once the step is pushed, so an intermediate nothing saved for backward
+    /// is freed as soon as its consumers ran instead of when the whole forward ends.
+    release: Vec<Vec<usize>>,
 }
 
 #[pymethods]
@@ -60,7 +64,8 @@ impl NativePlan {
         if heads.iter().any(|&h| h >= n_slots) {
             return Err(PyValueError::new_err(format!("NativePlan: a head slot is past {n_slots}")));
         }
-        Ok(NativePlan { steps: out, n_slots, heads })
+        let release = release_points(&out, n_slots, &heads);
+        Ok(NativePlan { steps: out, n_slots, heads, release })
     }
 
     /// Runs every step on `arrays` (one per graph input, in slot order); returns the outputs.
@@ -69,7 +74,7 @@ impl NativePlan {
         for (slot, a) in slots.iter_mut().zip(&arrays) {
             *slot = Some((a.a.clone(), a.np));
         }
-        for s in &self.steps {
+        for (s, done) in self.steps.iter().zip(&self.release) {
             let mut ins = Vec::with_capacity(s.ins.len());
             let mut np = false;
             for &i in &s.ins {
@@ -86,6 +91,9 @@ impl NativePlan {
             for (k, o) in outs.into_iter().take(s.nout).enumerate() {
                 slots[s.out + k] = Some((o, np));
             }
+            for &i in done {
+                slots[i] = None;
+            }
         }
         self.heads
             .iter()
@@ -97,4 +105,25 @@ impl NativePlan {
             })
             .collect()
     }
+}
+
+/// For each step, the slots to drop after it: those whose last reader (or, never
+/// read, whose producer) it is, heads excepted.
+fn release_points(steps: &[Step], n_slots: usize, heads: &[usize]) -> Vec<Vec<usize>> {
+    let mut last: Vec<Option<usize>> = vec![None; n_slots];
+    for (j, s) in steps.iter().enumerate() {
+        for slot in s.ins.iter().copied().chain(s.out..s.out + s.nout) {
+            last[slot] = Some(j);
+        }
+    }
+    for &h in heads {
+        last[h] = None;
+    }
+    let mut release = vec![Vec::new(); steps.len()];
+    for (slot, j) in last.into_iter().enumerate() {
+        if let Some(j) = j {
+            release[j].push(slot);
+        }
+    }
+    release
 }

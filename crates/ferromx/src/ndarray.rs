@@ -50,6 +50,8 @@ impl NDArray {
     /// A new array whose contents are unspecified (the engine writes them).
     /// Fails with [`Error::Alloc`] when the memory cannot be had, or the size
     /// does not fit in the address space, instead of aborting the process.
+    /// Buffers of 64 KiB to 1 GiB are taken when the first op touching them runs
+    /// (a failure there fails that op); see `storage::Chunk`.
     ///
     /// A context without a backend (`gpu(i)` today) fails with [`Error::Device`].
     pub fn empty(shape: impl Into<Shape>, dtype: DType, ctx: Context) -> Result<Self> {
@@ -152,8 +154,17 @@ impl NDArray {
     /// Address of this array's first element, for zero-copy export (DLPack).
     /// Call [`NDArray::wait_to_read`] (reading) or [`NDArray::wait_to_write`]
     /// (writing) first; the address stays valid while any handle lives.
-    pub fn data_addr(&self) -> usize {
-        self.0.chunk.addr() + self.0.offset * self.0.dtype.size()
+    /// Fails with [`Error::Alloc`] when a buffer no op has touched yet cannot be had.
+    pub fn data_addr(&self) -> Result<usize> {
+        match self.0.chunk.addr() {
+            Some(a) => Ok(a + self.0.offset * self.0.dtype.size()),
+            None => Err(Error::Alloc {
+                op: "to_dlpack".into(),
+                shape: self.0.shape.to_string(),
+                dtype: self.0.dtype.to_string(),
+                bytes: crate::error::fmt_bytes(self.0.chunk.bytes as u128),
+            }),
+        }
     }
 
     /// Shape.

@@ -26,7 +26,7 @@ class Plan:
     ``run(arrays)`` takes one NDArray per input name and returns the list of outputs.
     """
 
-    __slots__ = ("head_slots", "input_names", "n_slots", "native", "steps")
+    __slots__ = ("head_slots", "input_names", "n_slots", "native", "release", "steps")
 
     def __init__(self, sym, input_names):
         nodes = sym._nodes()
@@ -60,6 +60,7 @@ class Plan:
         self.n_slots = n
         self.head_slots = [slot[(id(h), i)] for h, i in sym._heads]
         self.input_names = names
+        self.release = _release_points(steps, n, self.head_slots)
         self.native = _native.NativePlan([(op, list(ins), out, nout, kwargs)
                                           for op, ins, out, nout, kwargs in steps],
                                          n, self.head_slots)
@@ -75,13 +76,32 @@ class Plan:
         vals = list(arrays)
         vals.extend([None] * (self.n_slots - len(vals)))
         invoke = _native.invoke
-        for op, ins, out, nout, kwargs in self.steps:
+        for (op, ins, out, nout, kwargs), done in zip(self.steps, self.release):
             res = invoke(op, [vals[i] for i in ins], **kwargs)
             if nout == 1:
                 vals[out] = res[0] if isinstance(res, list) else res
             else:
                 vals[out:out + nout] = res[:nout]
+            for i in done:
+                vals[i] = None
         return [vals[i] for i in self.head_slots]
+
+
+def _release_points(steps, n_slots, heads):
+    """Per step, the slots no later step reads (heads excepted): a run drops them after
+    that step, so an intermediate that nothing saved for backward is freed once its
+    consumers ran (the native plan does the same)."""
+    last = [None] * n_slots
+    for j, (_, ins, out, nout, _) in enumerate(steps):
+        for i in (*ins, *range(out, out + nout)):
+            last[i] = j
+    for h in heads:
+        last[h] = None
+    release = [[] for _ in steps]
+    for i, j in enumerate(last):
+        if j is not None:
+            release[j].append(i)
+    return release
 
 
 # Operators whose results differ between two identical calls: never merged.

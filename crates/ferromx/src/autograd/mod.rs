@@ -281,7 +281,12 @@ pub fn backward(
                     }
                 })
                 .collect::<Result<_>>()?;
-            let bw = n.backward.lock().clone().ok_or_else(|| {
+            // Without retain_graph a node's closure (and the arrays it saved) is dropped
+            // as soon as its gradient is pushed, as MXNet frees each node's saved arrays
+            // once its backward ran: the pushed gradient ops keep what they read until
+            // they have run, and nothing else waits for the rest of the backward.
+            let taken = if retain_graph { n.backward.lock().clone() } else { n.backward.lock().take() };
+            let bw = taken.ok_or_else(|| {
                 Error::value(
                     "backward",
                     format!(

@@ -38,6 +38,21 @@ impl Expr {
         })
     }
 
+    /// Whether the expression reads `(x, y)`: a backward keeps only those arrays
+    /// (a constant's shape comes from either, they have the same shape and dtype).
+    pub fn reads(&self) -> (bool, bool) {
+        match self {
+            Expr::X => (true, false),
+            Expr::Y => (false, true),
+            Expr::C(_) => (false, false),
+            Expr::U(_, a) => a.reads(),
+            Expr::B(_, a, b) => {
+                let ((ax, ay), (bx, by)) = (a.reads(), b.reads());
+                (ax || bx, ay || by)
+            }
+        }
+    }
+
     /// Evaluates the expression on one element (fusion and tests).
     pub fn eval_scalar(&self, x: f64, y: f64) -> f64 {
         match self {

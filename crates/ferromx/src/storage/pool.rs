@@ -22,6 +22,12 @@ struct Pool {
     cap: u64,
     hits: AtomicU64,
     misses: AtomicU64,
+    /// Bytes of buffers handed out and not yet given back.
+    live: AtomicU64,
+    /// High-water mark of `live`.
+    peak_live: AtomicU64,
+    /// High-water mark of `live + pooled` (the host memory the pool holds).
+    peak_held: AtomicU64,
 }
 
 fn pool() -> &'static Pool {
@@ -32,6 +38,9 @@ fn pool() -> &'static Pool {
         cap: std::env::var("FERROMX_POOL_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(2 << 30),
         hits: AtomicU64::new(0),
         misses: AtomicU64::new(0),
+        live: AtomicU64::new(0),
+        peak_live: AtomicU64::new(0),
+        peak_held: AtomicU64::new(0),
     })
 }
 
@@ -62,12 +71,24 @@ pub(crate) fn take(class: usize) -> Option<NonNull<u8>> {
     if let Some(addr) = p.free.lock().get_mut(&class).and_then(|v| v.pop()) {
         p.pooled.fetch_sub(class as u64, Ordering::Relaxed);
         p.hits.fetch_add(1, Ordering::Relaxed);
+        p.count_taken(class);
         return NonNull::new(addr as *mut u8);
     }
     p.misses.fetch_add(1, Ordering::Relaxed);
     let layout = Layout::from_size_align(class, ALIGN).ok()?;
     // SAFETY: class > 0, so the layout has non-zero size.
-    NonNull::new(unsafe { alloc(layout) })
+    let ptr = NonNull::new(unsafe { alloc(layout) })?;
+    p.count_taken(class);
+    Some(ptr)
+}
+
+impl Pool {
+    /// Counts a buffer of `class` bytes handed out and updates the peaks.
+    fn count_taken(&self, class: usize) {
+        let live = self.live.fetch_add(class as u64, Ordering::Relaxed) + class as u64;
+        self.peak_live.fetch_max(live, Ordering::Relaxed);
+        self.peak_held.fetch_max(live + self.pooled.load(Ordering::Relaxed), Ordering::Relaxed);
+    }
 }
 
 /// Returns a buffer of class `class` to the pool (or frees it when the pool is full).
@@ -76,6 +97,7 @@ pub(crate) fn give(ptr: NonNull<u8>, class: usize) {
         return;
     }
     let p = pool();
+    p.live.fetch_sub(class as u64, Ordering::Relaxed);
     if p.pooled.load(Ordering::Relaxed) + class as u64 <= p.cap {
         p.pooled.fetch_add(class as u64, Ordering::Relaxed);
         p.free.lock().entry(class).or_default().push(ptr.as_ptr() as usize);
@@ -96,6 +118,13 @@ pub struct PoolStats {
     pub hits: u64,
     /// Allocations that went to the system allocator.
     pub misses: u64,
+    /// Bytes (allocation classes) of buffers owned by live chunks.
+    pub live_bytes: u64,
+    /// High-water mark of `live_bytes` since start or [`reset_pool_peaks`].
+    pub peak_live_bytes: u64,
+    /// High-water mark of live plus pooled bytes (host memory the pool
+    /// accounts for) since start or [`reset_pool_peaks`].
+    pub peak_held_bytes: u64,
 }
 
 /// Current pool counters.
@@ -105,7 +134,18 @@ pub fn pool_stats() -> PoolStats {
         pooled_bytes: p.pooled.load(Ordering::Relaxed),
         hits: p.hits.load(Ordering::Relaxed),
         misses: p.misses.load(Ordering::Relaxed),
+        live_bytes: p.live.load(Ordering::Relaxed),
+        peak_live_bytes: p.peak_live.load(Ordering::Relaxed),
+        peak_held_bytes: p.peak_held.load(Ordering::Relaxed),
     }
+}
+
+/// Resets both high-water marks to the current values (to measure one phase).
+pub fn reset_pool_peaks() {
+    let p = pool();
+    let live = p.live.load(Ordering::Relaxed);
+    p.peak_live.store(live, Ordering::Relaxed);
+    p.peak_held.store(live + p.pooled.load(Ordering::Relaxed), Ordering::Relaxed);
 }
 
 /// Frees every pooled buffer back to the system.

@@ -28,22 +28,34 @@ use ferromx_engine::{Engine, Op, OpFailure, Var};
 use smallvec::SmallVec;
 use std::cell::Cell;
 use std::ptr::NonNull;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// One allocation plus the engine variable guarding it.
 ///
 /// Memory is either the chunk's own (from the size-class pool, returned there
 /// on drop) or borrowed from another framework through DLPack, in which case
 /// `external` owns the producer's deleter and runs it on drop.
+///
+/// A chunk of our own from [`LAZY_MIN`] to [`LAZY_MAX`] bytes gets its buffer when
+/// the first operation touching it *runs*, not when the frontend creates it: the
+/// frontend may push a whole forward and backward ahead of execution, and a buffer
+/// taken at push time would make every pending op's output exist at once.
 pub(crate) struct Chunk {
     pub(crate) var: Var,
-    ptr: NonNull<u8>,
-    class: usize,
+    /// The buffer and its pool class; `None` inside when the allocation failed.
+    buf: OnceLock<Option<(NonNull<u8>, usize)>>,
     pub(crate) bytes: usize,
     pub(crate) ctx: Context,
     backend: Option<&'static dyn Backend>,
     external: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
+
+/// Chunks at least this large are allocated when first used (smaller ones cost
+/// less than the bookkeeping saves).
+pub(crate) const LAZY_MIN: usize = 64 << 10;
+/// Chunks larger than this are allocated at creation, so that an impossible size
+/// is an error at the call that asked for it rather than at the next read.
+pub(crate) const LAZY_MAX: usize = 1 << 30;
 
 // SAFETY: the buffer is only accessed through `Kernel`, whose accesses the
 // engine serialises (see the module docs); the pointer itself is plain data.
@@ -60,11 +72,13 @@ impl Chunk {
             return None;
         }
         let backend = backend_for(ctx)?;
-        let (ptr, class) = backend.allocate(bytes)?;
+        let buf = OnceLock::new();
+        if !(LAZY_MIN..=LAZY_MAX).contains(&bytes) {
+            let _ = buf.set(Some(backend.allocate(bytes)?));
+        }
         Some(Arc::new(Chunk {
             var: Engine::global().new_var(),
-            ptr,
-            class,
+            buf,
             bytes,
             ctx,
             backend: Some(backend),
@@ -72,14 +86,36 @@ impl Chunk {
         }))
     }
 
+    /// The buffer, allocated now if no operation touched the chunk yet. Panics
+    /// (inside an engine op: the op fails with this message) when the memory
+    /// cannot be had.
+    fn ptr(&self) -> NonNull<u8> {
+        match self.try_ptr() {
+            Some(p) => p,
+            None => panic!("cannot allocate {} bytes: out of memory", self.bytes),
+        }
+    }
+
+    /// The buffer, allocated now if needed; `None` when the memory cannot be had.
+    fn try_ptr(&self) -> Option<NonNull<u8>> {
+        self.buf.get_or_init(|| self.backend.and_then(|b| b.allocate(self.bytes))).map(|(p, _)| p)
+    }
+
+    /// Whether the buffer exists yet (tests of lazy allocation).
+    #[cfg(test)]
+    pub(crate) fn is_allocated(&self) -> bool {
+        self.buf.get().is_some()
+    }
+
     /// A chunk initialised from bytes on the calling thread. The chunk is new,
     /// so no operation can reference it yet.
     pub(crate) fn from_bytes(src: &[u8], ctx: Context) -> Option<Arc<Chunk>> {
         let c = Chunk::new(src.len(), ctx)?;
+        let dst = c.try_ptr()?;
         if !src.is_empty() {
             // SAFETY: the chunk was just created, nothing else can reference it;
             // it has room for `src.len()` bytes and does not overlap `src`.
-            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), c.ptr.as_ptr(), src.len()) };
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr(), dst.as_ptr(), src.len()) };
         }
         Some(c)
     }
@@ -100,8 +136,7 @@ impl Chunk {
     ) -> Arc<Chunk> {
         Arc::new(Chunk {
             var: Engine::global().new_var(),
-            ptr,
-            class: 0,
+            buf: OnceLock::from(Some((ptr, 0))),
             bytes,
             ctx,
             backend: None,
@@ -110,9 +145,10 @@ impl Chunk {
     }
 
     /// Address of the first byte (for zero-copy export; dereferencing it is
-    /// the importer's business and must follow the engine's waits).
-    pub(crate) fn addr(&self) -> usize {
-        self.ptr.as_ptr() as usize
+    /// the importer's business and must follow the engine's waits), allocating
+    /// the buffer if no op touched it yet; `None` when that allocation fails.
+    pub(crate) fn addr(&self) -> Option<usize> {
+        self.try_ptr().map(|p| p.as_ptr() as usize)
     }
 }
 
@@ -120,7 +156,11 @@ impl Drop for Chunk {
     fn drop(&mut self) {
         match (self.external.take(), self.backend) {
             (Some(owner), _) => drop(owner),
-            (None, Some(b)) => b.release(self.ptr, self.class),
+            (None, Some(b)) => {
+                if let Some(Some((ptr, class))) = self.buf.take() {
+                    b.release(ptr, class);
+                }
+            }
             (None, None) => {}
         }
     }
@@ -169,7 +209,7 @@ impl<'a> Kernel<'a> {
         }
         // SAFETY: see the module docs: the engine forbids concurrent writers
         // of this chunk while the op runs; the range is in bounds and aligned.
-        unsafe { std::slice::from_raw_parts(v.chunk.ptr.as_ptr().cast::<T>().add(v.offset), v.len) }
+        unsafe { std::slice::from_raw_parts(v.chunk.ptr().as_ptr().cast::<T>().add(v.offset), v.len) }
     }
 
     /// The `i`-th output as a mutable slice of `T`; each output can be taken once.
@@ -186,7 +226,7 @@ impl<'a> Kernel<'a> {
         // SAFETY: see the module docs: the op holds exclusive write access to
         // this chunk, outputs do not overlap inputs or each other, and this
         // output is handed out only once.
-        unsafe { std::slice::from_raw_parts_mut(v.chunk.ptr.as_ptr().cast::<T>().add(v.offset), v.len) }
+        unsafe { std::slice::from_raw_parts_mut(v.chunk.ptr().as_ptr().cast::<T>().add(v.offset), v.len) }
     }
 
     /// Dtype of input `i`.
@@ -228,7 +268,7 @@ impl<'a> Kernel<'a> {
         let v = &self.ins[i];
         let (s, e) = v.byte_range();
         let n = e.saturating_sub(s);
-        let src = v.chunk.ptr.as_ptr() as usize + s;
+        let src = v.chunk.ptr().as_ptr() as usize + s;
         let dst = dst as usize;
         let copy = |off: usize, len: usize| {
             // SAFETY: the source range is in bounds and not written concurrently
@@ -405,4 +445,20 @@ pub(crate) unsafe fn push_copy_out(
     .device(device)
     .label(call_site());
     Engine::global().push_ticket(op, &var, label)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{ops, Context, DType, NDArray};
+
+    #[test]
+    fn a_buffer_is_taken_when_the_first_op_runs() {
+        let a = NDArray::empty(crate::Shape::new(&[1 << 18]), DType::F32, Context::default()).expect("empty");
+        assert!(!a.0.chunk.is_allocated(), "a 1 MiB chunk has no buffer before any op ran");
+        let b = ops::scalar(ops::BinOp::Add, &ops::zeros_like(&a).expect("zeros"), 1.0).expect("add");
+        assert_eq!(b.to_vec::<f32>().expect("read")[..3], [1.0, 1.0, 1.0]);
+        assert!(b.0.chunk.is_allocated());
+        let small = NDArray::empty(crate::Shape::new(&[16]), DType::F32, Context::default()).expect("empty");
+        assert!(small.0.chunk.is_allocated(), "small chunks are allocated at creation");
+    }
 }

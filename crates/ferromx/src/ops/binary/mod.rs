@@ -264,27 +264,66 @@ pub fn binary(op: BinOp, a: &NDArray, b: &NDArray) -> Result<NDArray> {
 }
 
 /// Records `def`'s gradient function for one call.
+///
+/// The closure keeps only the arrays the gradient reads (MXNet's backward
+/// dependencies): `a + b` and `a - b` keep neither operand (only their shapes, for
+/// the broadcast reduction), `a * b` keeps the operands but not the product, and a
+/// scalar form keeps its input only where the derivative reads it, so an
+/// activation that nothing else needs is freed as soon as its consumers ran.
 fn record_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64]) {
     let attrs = match nums.first() {
         Some(&s) => crate::opdef::Attrs(vec![("scalar".into(), crate::opdef::Attr::Float(s))]),
         None => crate::opdef::Attrs::default(),
     };
     let opt: Vec<Option<&NDArray>> = ins.iter().map(|x| Some(*x)).collect();
-    let inputs: Vec<NDArray> = ins.iter().map(|x| (*x).clone()).collect();
-    let (o, nums) = (out.clone(), nums.to_vec());
-    record(
-        def.name,
-        ins,
-        &[out],
+    let (op, reverse) = binop(def);
+    let keep = |want: bool, x: &NDArray| want.then(|| x.clone());
+    let backward: crate::autograd::BackwardFn = if let Some(ScalarForm::Scalar(..)) = def.scalar {
+        let s = nums.first().copied().unwrap_or(0.0);
+        let (nx, no) = scalar_deps(op, reverse);
+        let (x, o) = (keep(nx, ins[0]), keep(no, out));
         Box::new(move |g| {
-            let args = GradArgs { def, inputs: &inputs, outputs: std::slice::from_ref(&o), out_grads: g, nums: &nums };
-            match &def.grad {
-                Grad::Fn(f) => f(&args),
-                _ => Err(Error::value(def.name, "not differentiable")),
-            }
-        }),
-    );
+            let g = &g[0];
+            // A slot the derivative does not read is never touched: `g` stands in.
+            let (x, o) = (x.as_ref().unwrap_or(g), o.as_ref().unwrap_or(g));
+            Ok(vec![Some(scalar_grad(op, reverse, x, o, g, s)?)])
+        })
+    } else {
+        let (na, nb, no) = binary_deps(op);
+        let (sa, sb) = (ins[0].shape().clone(), ins[1].shape().clone());
+        let (a, b, o) = (keep(na, ins[0]), keep(nb, ins[1]), keep(no, out));
+        Box::new(move |g| {
+            let g = &g[0];
+            let (a, b, o) = (a.as_ref().unwrap_or(g), b.as_ref().unwrap_or(g), o.as_ref().unwrap_or(g));
+            let (ga, gb) = binary_grad(op, a, b, o, g)?;
+            Ok(vec![Some(sum_to(&ga, &sa)?), Some(sum_to(&gb, &sb)?)])
+        })
+    };
+    record(def.name, ins, &[out], backward);
     crate::autograd::annotate(def.name, &attrs, &opt, &[out]);
+}
+
+/// Which of `(lhs, rhs, output)` [`binary_grad`] reads for `op`.
+fn binary_deps(op: BinOp) -> (bool, bool, bool) {
+    use BinOp::*;
+    match op {
+        Add | Sub => (false, false, false),
+        Mul | Mod | Max | Min => (true, true, false),
+        Div => (false, true, true),
+        _ => (true, true, true),
+    }
+}
+
+/// Which of `(input, output)` [`scalar_grad`] reads for `op` (`reverse`: scalar on the left).
+fn scalar_deps(op: BinOp, reverse: bool) -> (bool, bool) {
+    use BinOp::*;
+    match (op, reverse) {
+        (Add, _) | (Sub, _) | (Mul, _) | (Div, false) | (Mod, false) => (false, false),
+        (Div, true) | (Hypot, _) => (true, true),
+        (Pow, true) => (false, true),
+        (Pow, false) | (Max, _) | (Min, _) | (Mod, true) => (true, false),
+        _ => (true, true),
+    }
 }
 
 /// [`scalar_op`] as a user's `x + 1` means it: arithmetic on a bool array

@@ -148,7 +148,7 @@ unary! {
     "abs" Abs ["abs", "absolute"] true Some(&U(F::Sign, &X)), R, "Absolute value, elementwise.";
     "sign" Sign ["sign"] true Some(&ZERO), R, "Sign (-1, 0 or 1; NaN stays NaN), elementwise.";
     "square" Square ["square"] true Some(&B(BinOp::Mul, &X, &C(2.0))), R, "Square, elementwise.";
-    "relu" Relu [] true Some(&B(BinOp::Gt, &X, &C(0.0))), R, "Rectified linear unit: `max(x, 0)`.";
+    "relu" Relu [] true Some(&B(BinOp::Gt, &Y, &C(0.0))), R, "Rectified linear unit: `max(x, 0)`.";
     "sqrt" Sqrt ["sqrt"] true Some(&B(BinOp::Div, &C(0.5), &Y)), R, "Square root, elementwise.";
     "rsqrt" Rsqrt [] true Some(&B(BinOp::Mul, &B(BinOp::Mul, &Y, &B(BinOp::Mul, &Y, &Y)), &C(-0.5))), R,
         "Reciprocal square root: `1/sqrt(x)`.";
@@ -241,7 +241,18 @@ pub(crate) fn unary_as(call_def: &'static OpDef, op: UnaryOp, x: &NDArray) -> Re
         push_call(if std::ptr::eq(call_def, def) { call } else { call.with_ints(&[op as i64]) })?;
     }
     if needs_record(&[&x]) {
-        let (xc, oc) = (x.clone(), out.clone());
+        // Keep only what the derivative reads (`relu`, `sigmoid`, `tanh`: the output),
+        // so an input nothing else needs is freed once its consumers ran. The two have
+        // the same shape and dtype, so the one kept stands in for the other.
+        let (rx, ry) = match def.scalar {
+            Some(ScalarForm::Unary(_, Some(d))) => d.reads(),
+            _ => (true, true),
+        };
+        let (xc, oc) = match (rx, ry) {
+            (true, true) => (x.clone(), out.clone()),
+            (true, false) => (x.clone(), x.clone()),
+            _ => (out.clone(), out.clone()),
+        };
         record(
             call_def.name,
             &[&x],
