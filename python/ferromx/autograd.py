@@ -133,8 +133,10 @@ def get_symbol(x):
     Variables (arrays with ``attach_grad``) become ``var<k>`` variables, arrays that
     entered the computation without being part of the graph ``null<k>`` variables, and
     each recorded operator call a node ``node_<k>`` with the operator's name and the
-    attributes it was called with. Raises ``MXNetError`` for a recorded step whose
-    attributes ferromx does not keep (advanced indexing, custom ``Function`` s).
+    attributes it was called with. ``x[key]`` with an integer-array key is MXNet's
+    ``gather_nd(x, null<k>)``, ``null<k>`` standing for the index array MXNet builds from
+    the key. Raises ``MXNetError`` for a recorded step whose attributes ferromx does not
+    keep (boolean masks, an integer-array key with ``None`` entries, custom ``Function`` s).
     """
     from .base import MXNetError
     from .symbol import _spec
@@ -155,8 +157,8 @@ def get_symbol(x):
         if not annotated:
             raise MXNetError(
                 f"autograd.get_symbol: the recorded step '{op}' was not made by an operator "
-                "call whose attributes ferromx keeps (advanced indexing or a custom "
-                "autograd.Function); build this part of the graph with mx.sym")
+                "call whose attributes ferromx keeps (a boolean mask, an index array with None "
+                "entries, or a custom autograd.Function); build this part of the graph with mx.sym")
         built.append(_Node(_spec.resolve(op), f"node_{n_op}", attrs,
                            [(built[i], k) for i, k in inputs]))
         n_op += 1

@@ -183,14 +183,33 @@ def test_constant_dumps_ndarray_value():
 
 
 def test_second_order_of_piecewise_constant_gradient_raises():
-    # MXNet 1.9.1 returns zeros here; ferromx's relu backward is not itself recorded, so it
+    # MXNet 1.9.1 returns zeros here; ferromx's clip backward is not itself recorded, so it
     # raises rather than silently returning zeros (documented in docs/conformance.md).
     x = nd.array([-1.0, 0.3, 2.0])
     x.attach_grad()
     with autograd.record():
-        g = autograd.grad(nd.relu(x), [x], create_graph=True)[0]
+        g = autograd.grad(nd.clip(x, 0.0, 1.0), [x], create_graph=True)[0]
     with pytest.raises(MXNetError, match="backward"):
         g.backward()
+
+
+def test_relu_gradient_propagates_nan_and_its_second_order_is_zero():
+    # test_ndarray.py::test_ndarray_nan_comparison and test_higher_order_grad.py::test_relu.
+    # MXNet 1.9.1: relu's gradient at [nan, -1, 0, 2, inf] is [nan, 0, 0, 1, 1]; the
+    # second derivative is zeros.
+    x = nd.array([float("nan"), -1.0, 0.0, 2.0, float("inf")])
+    x.attach_grad()
+    with autograd.record():
+        y = nd.relu(x)
+    y.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), [np.nan, 0, 0, 1, 1])
+    x = nd.array([-1.0, 0.3, 2.0])
+    x.attach_grad()
+    with autograd.record():
+        g = autograd.grad(nd.relu(x), [x], create_graph=True)[0]
+    g.backward()
+    np.testing.assert_array_equal(g.asnumpy(), [0, 1, 1])
+    np.testing.assert_array_equal(x.grad.asnumpy(), [0, 0, 0])
 
 
 def test_contrib_isinf_isfinite_isnan():
@@ -232,3 +251,14 @@ def test_profiler_json_has_mxnets_sections_sorted():
     counts = [r["Count"] for r in ops.values()]
     assert counts == sorted(counts) and set(next(iter(ops.values()))) == {
         "Count", "Total", "Min", "Max", "Avg"}
+
+
+def test_fluent_methods_of_the_python_defined_operators():
+    # test_ndarray.py::test_ndarray_fluent: MXNet has these as NDArray methods too.
+    x = nd.array([[1.0, 3.0, 2.0], [5.0, 0.0, 1.0]])
+    np.testing.assert_array_equal(x.argmax_channel().asnumpy(), [1, 0])
+    np.testing.assert_array_equal(x.shape_array().asnumpy(), [2, 3])
+    np.testing.assert_array_equal(x.size_array().asnumpy(), [6])
+    np.testing.assert_allclose(x.softmin().asnumpy(), nd.softmin(x).asnumpy())
+    y = nd.ones((2, 1)).broadcast_axes(axis=1, size=3)
+    assert y.shape == (2, 3)

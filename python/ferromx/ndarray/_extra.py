@@ -733,3 +733,24 @@ def SVMOutput(data, label, margin=1.0, regularization_coefficient=1.0, use_linea
         return [g.reshape(x.shape), nd.zeros_like(lab)]
 
     return _store(_FixedGrad(lambda x, _lab: x.copy(), grad)(data, label), out)
+
+
+def _fluent(fn):
+    def method(self, *args, **kwargs):
+        return fn(self, *args, **kwargs)
+
+    method.__name__, method.__doc__ = fn.__name__, fn.__doc__
+    return method
+
+
+# MXNet's fluent methods for the operators defined here (``x.shape_array()`` ...).
+for _fn in (argmax_channel, shape_array, size_array, softmin):
+    setattr(NDArray, _fn.__name__, _fluent(_fn))
+
+
+def _broadcast_axes(self, *args, **kwargs):
+    """MXNet's ``broadcast_axes`` (``broadcast_axis``) as a method."""
+    return _nd().broadcast_axes(self, *args, **kwargs)
+
+
+NDArray.broadcast_axes = _broadcast_axes

@@ -19,7 +19,7 @@ use std::cell::Cell;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 use symbolic::NodeSym;
-pub use symbolic::{annotate, annotate_as, graph, SymGraph, SymKind, SymNode};
+pub use symbolic::{annotate, annotate_args, annotate_as, graph, SymArg, SymGraph, SymKind, SymNode};
 
 thread_local! {
     static RECORDING: Cell<bool> = const { Cell::new(false) };

@@ -21,6 +21,17 @@ enum SymInput {
     Entry(Entry),
     /// An array outside the graph (identified by its allocation while the graph lives).
     Const(Weak<ArrayInner>),
+    /// A constant the call computes internally and does not keep (MXNet's index array of
+    /// `gather_nd` for `x[idx]`): a `null` input of its own, identified by this token.
+    Hidden(Arc<()>),
+}
+
+/// An input of [`annotate_args`].
+pub enum SymArg<'a> {
+    /// An array the call read.
+    Array(&'a NDArray),
+    /// A constant input MXNet's graph has but the call never materialises.
+    Hidden,
 }
 
 /// One frontend call: operator, attributes, inputs.
@@ -51,6 +62,12 @@ fn attr_string(a: &Attr) -> Option<String> {
 /// of one of the inputs (an operator that handed an input back) is left alone; the
 /// outermost call wins, so a frontend annotates after the calls it made.
 pub fn annotate(op: &'static str, attrs: &Attrs, inputs: &[Option<&NDArray>], outputs: &[&NDArray]) {
+    let args: Vec<SymArg<'_>> = inputs.iter().flatten().map(|x| SymArg::Array(x)).collect();
+    annotate_args(op, attrs, &args, outputs);
+}
+
+/// [`annotate`] with inputs that may be [`SymArg::Hidden`] constants.
+pub fn annotate_args(op: &'static str, attrs: &Attrs, inputs: &[SymArg<'_>], outputs: &[&NDArray]) {
     if !super::is_recording() {
         return;
     }
@@ -60,10 +77,12 @@ pub fn annotate(op: &'static str, attrs: &Attrs, inputs: &[Option<&NDArray>], ou
     }
     let ins: Vec<SymInput> = inputs
         .iter()
-        .flatten()
-        .map(|x| match x.0.ag.lock().entry.clone() {
-            Some(e) => SymInput::Entry(e),
-            None => SymInput::Const(Arc::downgrade(&x.0)),
+        .map(|a| match a {
+            SymArg::Hidden => SymInput::Hidden(Arc::new(())),
+            SymArg::Array(x) => match x.0.ag.lock().entry.clone() {
+                Some(e) => SymInput::Entry(e),
+                None => SymInput::Const(Arc::downgrade(&x.0)),
+            },
         })
         .collect();
     let attrs = attrs.0.iter().filter_map(|(k, v)| attr_string(v).map(|v| (k.clone(), v))).collect();
@@ -151,6 +170,8 @@ pub struct SymGraph {
 enum Item {
     Entry(Entry),
     Const(Weak<ArrayInner>),
+    /// A hidden constant of an annotated call.
+    Hidden(Arc<()>),
     /// Input `pos` of the unannotated node at `node`, an array outside the graph whose
     /// identity the node did not keep.
     Anon(usize, usize),
@@ -167,6 +188,7 @@ type Resolved = (Key, usize, Option<(SymKind, Vec<Item>)>);
 fn resolve(item: &Item) -> Result<Resolved> {
     match item {
         Item::Const(w) => Ok(((w.as_ptr() as usize, 0), 0, None)),
+        Item::Hidden(t) => Ok(((Arc::as_ptr(t) as usize, 0), 0, None)),
         Item::Anon(n, pos) => Ok(((*n, pos + 1), 0, None)),
         Item::Entry(e) => {
             let n = &e.node;
@@ -184,6 +206,7 @@ fn resolve(item: &Item) -> Result<Resolved> {
                     .map(|i| match i {
                         SymInput::Entry(e) => Item::Entry(e.clone()),
                         SymInput::Const(w) => Item::Const(w.clone()),
+                        SymInput::Hidden(t) => Item::Hidden(t.clone()),
                     })
                     .collect();
                 let kind = SymKind::Op { op: s.call.op.to_string(), attrs: s.call.attrs.clone(), annotated: true };

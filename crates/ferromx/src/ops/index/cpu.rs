@@ -3,11 +3,12 @@
 //! Layouts in [`OpCall::ints`]:
 //! - the affine gathers (`tile`, `repeat`, `flip`, `reverse`, `slice`,
 //!   `slice_like`, `diag` of a matrix) and the affine scatter (`diag` of a
-//!   vector): `[base, n, iter_dims (n), strides (n)]` (see [`affine_ints`]);
-//! - `take`, `pick`: `[mode, outer, n, inner]` (`mode`: [`IndexMode`] code);
+//!   vector, `_backward_slice`): `[base, n, iter_dims (n), strides (n)]` (see [`affine_ints`]);
+//! - `take`, `pick`, `_backward_take`, `_backward_pick`: `[mode, outer, n, inner]`
+//!   (`mode`: [`IndexMode`] code);
 //! - `one_hot`: `[depth]`, with `nums` `[on_value, off_value]`;
 //! - `where`: none (each input is read broadcast to the output's shape);
-//! - `gather_nd`: `[m]`; `scatter_nd`: `[m, accumulate]`.
+//! - `gather_nd`: `[m]`; `scatter_nd`, `_backward_gather_nd`: `[m, accumulate]`.
 
 use super::IndexMode;
 use crate::dtype::Elem;
@@ -121,6 +122,11 @@ pub(super) fn scatter_run(ints: &[i64], k: &Kernel) -> KResult {
     Ok(())
 }
 
+/// `_backward_slice`: the affine scatter ([`scatter_run`]) as a kernel.
+pub(super) fn scatter_kernel(c: &OpCall, k: &Kernel) -> KResult {
+    scatter_run(&c.ints, k)
+}
+
 /// `diag`: of a vector, the affine scatter into a square matrix; of an N-d
 /// array, the affine gather of the diagonals.
 pub(super) fn diag_kernel(c: &OpCall, k: &Kernel) -> KResult {
@@ -172,6 +178,44 @@ pub(super) fn pick_kernel(c: &OpCall, k: &Kernel) -> KResult {
             for t in 0..inner {
                 let f = mode.fix("pick", ids[r * inner + t], n)?;
                 o[r * inner + t] = src[(r * n + f) * inner + t];
+            }
+        }
+    });
+    Ok(())
+}
+
+/// `_backward_take`: zeros with input 0's rows added at input 1's indices along the middle axis.
+pub(super) fn take_backward_kernel(c: &OpCall, k: &Kernel) -> KResult {
+    let (mode, outer, n, inner) = (IndexMode::from_code(c.ints[0]), c.us(1), c.us(2), c.us(3));
+    let ni = k.in_shape(1).size();
+    let fixed: Vec<usize> =
+        read_indices(k, 1).iter().map(|&i| mode.fix("take", i, n)).collect::<std::result::Result<_, _>>()?;
+    with_dtype!(k.in_dtype(0), T, {
+        let (src, o) = (k.input::<T>(0), k.output::<T>(0));
+        o.fill(T::default());
+        for r in 0..outer {
+            for (j, &f) in fixed.iter().enumerate() {
+                let (s, d) = ((r * ni + j) * inner, (r * n + f) * inner);
+                for t in 0..inner {
+                    o[d + t] = T::from_f64(o[d + t].to_f64() + src[s + t].to_f64());
+                }
+            }
+        }
+    });
+    Ok(())
+}
+
+/// `_backward_pick`: zeros with input 0's elements at the picked positions.
+pub(super) fn pick_backward_kernel(c: &OpCall, k: &Kernel) -> KResult {
+    let (mode, outer, n, inner) = (IndexMode::from_code(c.ints[0]), c.us(1), c.us(2), c.us(3));
+    let ids = read_indices(k, 1);
+    with_dtype!(k.in_dtype(0), T, {
+        let (gs, o) = (k.input::<T>(0), k.output::<T>(0));
+        o.fill(T::default());
+        for r in 0..outer {
+            for t in 0..inner {
+                let f = mode.fix("pick", ids[r * inner + t], n)?;
+                o[(r * n + f) * inner + t] = gs[r * inner + t];
             }
         }
     });

@@ -66,6 +66,75 @@ pub(crate) fn scatter_affine(
     Ok(out)
 }
 
+/// [`gather_affine`] as a call of `def`, recorded with [`scatter_affine_rec`] (the
+/// `_backward_slice` call) as its gradient, which records this gather as its own: a
+/// slice's gradient is differentiable again, to any order.
+pub(crate) fn gather_affine_rec(
+    def: &'static OpDef,
+    x: &NDArray,
+    iter_dims: Vec<usize>,
+    base: isize,
+    strides: Vec<isize>,
+) -> Result<NDArray> {
+    let out = gather_affine(def, x, Shape::new(&iter_dims), iter_dims.clone(), base, strides.clone())?;
+    if needs_record(&[x]) {
+        let xs = x.shape().clone();
+        record(
+            def.name,
+            &[x],
+            &[&out],
+            Box::new(move |g| {
+                Ok(vec![Some(scatter_affine_rec(&g[0], xs.clone(), iter_dims.clone(), base, strides.clone())?)])
+            }),
+        );
+    }
+    Ok(out)
+}
+
+/// The adjoint of an affine gather as a call of the table operator `_backward_slice`:
+/// zeros of `shape` with `g` (of dims `iter_dims`) written at `base + Σ idx[d]·strides[d]`
+/// (distinct addresses). Recorded, with the gather (a `slice`) as its gradient.
+pub(crate) fn scatter_affine_rec(
+    g: &NDArray,
+    shape: Shape,
+    iter_dims: Vec<usize>,
+    base: isize,
+    strides: Vec<isize>,
+) -> Result<NDArray> {
+    let def = &DEFS[super::SLICE_BWD];
+    if g.dims() != iter_dims.as_slice() {
+        return Err(Error::shape(
+            def.name,
+            &[g.shape(), &shape],
+            format!("out_grad must have the sliced region's shape {}", Shape::new(&iter_dims)),
+        ));
+    }
+    let out = NDArray::empty(shape, g.dtype(), g.ctx())?;
+    if out.size() > 0 {
+        push_call(OpCall::new(def, &[g], &[&out]).with_ints(&affine_ints(base, &iter_dims, &strides)))?;
+    }
+    if needs_record(&[g]) {
+        record(
+            def.name,
+            &[g],
+            &[&out],
+            Box::new(move |gg| {
+                let slice = super::slice_def();
+                Ok(vec![Some(gather_affine_rec(slice, &gg[0], iter_dims.clone(), base, strides.clone())?)])
+            }),
+        );
+    }
+    Ok(out)
+}
+
+/// MXNet `_backward_slice`: the gradient of `slice(data, begin, end, step)` for data of
+/// `shape`: zeros with `g` written into the sliced region.
+pub fn backward_slice(g: &NDArray, shape: Shape, begin: &[i64], end: &[i64], step: &[i64]) -> Result<NDArray> {
+    let spec = slice_spec(&shape, begin, end, step)?;
+    let (od, base, strides) = spec_affine(&shape, &spec);
+    scatter_affine_rec(g, shape, od, base, strides)
+}
+
 fn signed_strides(s: &Shape) -> Vec<isize> {
     s.strides().iter().map(|&v| v as isize).collect()
 }
@@ -256,9 +325,7 @@ pub fn gather_nd(data: &NDArray, indices: &NDArray) -> Result<NDArray> {
             name,
             &[data, indices],
             &[&out],
-            Box::new(move |g| {
-                Ok(vec![Some(scatter_nd_impl("_backward_gather_nd", &g[0], &ic, ds.clone(), true)?), None])
-            }),
+            Box::new(move |g| Ok(vec![Some(backward_gather_nd(&g[0], &ic, ds.clone())?), None])),
         );
     }
     Ok(out)
@@ -292,14 +359,25 @@ fn scatter_nd_impl(
     let out = NDArray::empty(shape, data.dtype(), data.ctx())?;
     if out.size() > 0 {
         let ints = [m as i64, accumulate as i64];
-        if !accumulate {
-            push_call(OpCall::new(&DEFS[10], &[data, indices], &[&out]).with_ints(&ints))?;
-        } else {
-            // The adjoint of gather_nd: a gradient kernel, not a table operator.
-            push_kernel(name, vec![data.view(), indices.view()], vec![out.view()], move |k| {
-                cpu::scatter_nd_run(&ints, k)
-            });
-        }
+        let def = if accumulate { &DEFS[super::GATHER_ND_BWD] } else { &DEFS[10] };
+        push_call(OpCall::new(def, &[data, indices], &[&out]).with_ints(&ints))?;
+    }
+    Ok(out)
+}
+
+/// MXNet `_backward_gather_nd`: zeros of `shape` with `data`'s blocks added at the
+/// coordinates in `indices` (duplicates accumulate): `gather_nd`'s gradient. Recorded,
+/// with `gather_nd` of the incoming gradient as its own gradient.
+pub fn backward_gather_nd(data: &NDArray, indices: &NDArray, shape: Shape) -> Result<NDArray> {
+    let out = scatter_nd_impl("_backward_gather_nd", data, indices, shape, true)?;
+    if needs_record(&[data]) {
+        let ic = indices.clone();
+        record(
+            "_backward_gather_nd",
+            &[data, indices],
+            &[&out],
+            Box::new(move |g| Ok(vec![Some(gather_nd(&g[0], &ic)?), None])),
+        );
     }
     Ok(out)
 }
@@ -372,10 +450,10 @@ fn slice_axis_range(len: usize, begin: Option<i64>, end: Option<i64>, step: i64)
     AxisSlice { begin: b.max(0) as usize, len: size as usize, step }
 }
 
-/// Gathers a resolved per-axis slice (shared by `slice` and `slice_like`).
-fn slice_resolved(def: &'static OpDef, x: &NDArray, spec: &[AxisSlice]) -> Result<NDArray> {
-    let name = def.name;
-    let st = signed_strides(x.shape());
+/// The affine walk of a resolved per-axis slice of an array of shape `x`: output dims,
+/// base offset, strides.
+fn spec_affine(x: &Shape, spec: &[AxisSlice]) -> (Vec<usize>, isize, Vec<isize>) {
+    let st = signed_strides(x);
     let od: Vec<usize> = spec.iter().map(|s| s.len).collect();
     let mut base = 0isize;
     let mut strides = Vec::with_capacity(spec.len());
@@ -385,19 +463,13 @@ fn slice_resolved(def: &'static OpDef, x: &NDArray, spec: &[AxisSlice]) -> Resul
         }
         strides.push(st[d] * s.step as isize);
     }
-    let out = gather_affine(def, x, Shape::new(&od), od.clone(), base, strides.clone())?;
-    if needs_record(&[x]) {
-        let xs = x.shape().clone();
-        record(
-            name,
-            &[x],
-            &[&out],
-            Box::new(move |g| {
-                Ok(vec![Some(scatter_affine("_backward_slice", &g[0], xs.clone(), od.clone(), base, strides.clone())?)])
-            }),
-        );
-    }
-    Ok(out)
+    (od, base, strides)
+}
+
+/// Gathers a resolved per-axis slice (shared by `slice` and `slice_like`).
+fn slice_resolved(def: &'static OpDef, x: &NDArray, spec: &[AxisSlice]) -> Result<NDArray> {
+    let (od, base, strides) = spec_affine(x.shape(), spec);
+    gather_affine_rec(def, x, od, base, strides)
 }
 
 /// MXNet `slice`: `begin`/`end`/`step` tuples over the leading axes, where an

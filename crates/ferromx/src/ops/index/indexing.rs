@@ -262,13 +262,22 @@ impl NDArray {
         };
         let dims = final_dims(&p, &basic, &adv_dims);
         let r = ops::reshape_to(&gathered, Shape::new(&dims))?;
-        if !p.adv_front || p.adv_out_pos == 0 {
-            return Ok(r);
+        let r = if !p.adv_front || p.adv_out_pos == 0 {
+            r
+        } else {
+            // Move the advanced block (at `adv_out_pos`, `adv_dims.len()` long) to the front.
+            let (q, m) = (p.adv_out_pos as i64, adv_dims.len() as i64);
+            let perm: Vec<i64> = (q..q + m).chain(0..q).chain(q + m..dims.len() as i64).collect();
+            ops::transpose(&r, Some(&perm))?
+        };
+        if matches!(p.advanced, Some((_, _, Idx::Array(_)))) && p.out.iter().all(Option::is_some) {
+            // MXNet computes `x[key]` with an integer array as one `gather_nd` of `x` at an
+            // index array it builds from the key (a `null` input of the graph). With new
+            // axes MXNet adds a Reshape that one annotation cannot show: left unannotated.
+            use crate::autograd::{annotate_args, SymArg};
+            annotate_args("gather_nd", &crate::opdef::Attrs::default(), &[SymArg::Array(self), SymArg::Hidden], &[&r]);
         }
-        // Move the advanced block (at `adv_out_pos`, `adv_dims.len()` long) to the front.
-        let (q, m) = (p.adv_out_pos as i64, adv_dims.len() as i64);
-        let perm: Vec<i64> = (q..q + m).chain(0..q).chain(q + m..dims.len() as i64).collect();
-        ops::transpose(&r, Some(&perm))
+        Ok(r)
     }
 
     /// NumPy-style `x[idx] = value` (value broadcast to the selected region), in place.

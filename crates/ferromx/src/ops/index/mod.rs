@@ -13,6 +13,7 @@ mod select;
 mod tests;
 
 pub(crate) use cpu::{affine_ints, gather_kernel};
+pub(crate) use gather::scatter_affine_rec;
 pub use gather::*;
 pub use indexing::Idx;
 pub(crate) use select::take_grad;
@@ -20,10 +21,21 @@ pub use select::*;
 
 use crate::engine::ErrorKind;
 use crate::error::{Error, Result};
-use crate::opdef::{one, param, Aliases, Attrs, Example, Grad, Invocation, KernelSlot, Meta, OpDef, ParamKind as K};
+use crate::opdef::{
+    one, param, Aliases, Attrs, Example, Grad, Invocation, KernelSlot, Meta, OpDef, ParamDef, ParamKind as K,
+};
 use crate::ops;
 use crate::shape::{norm_axis, Shape};
 use crate::DType;
+
+/// Index of `_backward_slice` in [`DEFS`].
+const SLICE_BWD: usize = 14;
+/// Index of `_backward_take`.
+const TAKE_BWD: usize = 15;
+/// Index of `_backward_pick`.
+const PICK_BWD: usize = 16;
+/// Index of `_backward_gather_nd`.
+const GATHER_ND_BWD: usize = 17;
 
 /// The definition of `slice` (what [`ops::slice_steps`] pushes).
 pub fn slice_def() -> &'static OpDef {
@@ -149,6 +161,12 @@ fn infer_diag(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>>
     Ok(meta(&ins[0], d))
 }
 
+/// The gradient operators: the data's shape comes from the `shape` attribute.
+fn infer_data_shape(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    Ok(vec![Meta { shape: Invocation::params(def, a).shape("shape")?, ..ins[0].clone() }])
+}
+
+const DATA_SHAPE: ParamDef = param("shape", K::Shape, None, "Shape of the forward's data (the result).");
 const FLUENT: Aliases = Aliases { nd: &[], np: &[], npx: &[], fluent: true };
 const INDICES: Grad = Grad::Recorded;
 
@@ -348,6 +366,85 @@ pub static DEFS: &[OpDef] = &[
         ],
         doc: "The k-th diagonal of a matrix, or a diagonal matrix from a vector.",
         forward: |i| one(ops::diag(i.x(0)?, i.i64("k")?, i.i64("axis1")?, i.i64("axis2")?)),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_backward_slice",
+        cpu: KernelSlot::Call(cpu::scatter_kernel),
+        infer: Some(infer_data_shape),
+        inputs: &["out_grad"],
+        params: &[
+            param("begin", K::Ints, None, "Start per leading axis, as given to slice."),
+            param("end", K::Ints, None, "End per leading axis (exclusive), as given to slice."),
+            param("step", K::Ints, Some("()"), "Step per leading axis, as given to slice."),
+            DATA_SHAPE,
+        ],
+        doc: "Gradient of `slice` (and of slice_axis, slice_like and basic indexing): zeros of \
+              `shape` with `out_grad` written into the sliced region. Its own gradient is the slice.",
+        forward: |i| {
+            let step = i.ints("step")?.unwrap_or_default();
+            one(ops::backward_slice(i.x(0)?, i.shape("shape")?, &i.req_ints("begin")?, &i.req_ints("end")?, &step))
+        },
+        grad: INDICES,
+        example: Some(Example {
+            shapes: &[&[2, 3]],
+            attrs: "begin=(0, 1), end=(2, 4), shape=(3, 4)",
+            range: (0.5, 1.5),
+        }),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_backward_take",
+        cpu: KernelSlot::Call(cpu::take_backward_kernel),
+        infer: Some(infer_data_shape),
+        inputs: &["out_grad", "indices"],
+        params: &[
+            param("axis", K::Int, Some("0"), "The axis take gathered along."),
+            param("mode", K::Str, Some("'clip'"), "Out-of-range indices, as in take."),
+            DATA_SHAPE,
+        ],
+        doc: "Gradient of `take`: zeros of `shape` with the rows of `out_grad` added at `indices`. \
+              Its own gradient is take.",
+        forward: |i| {
+            let shape = i.shape("shape")?;
+            let ax = norm_axis(i.name(), i.i64("axis")?, shape.ndim())?;
+            one(ops::backward_take(i.x(0)?, i.x(1)?, shape, ax, IndexMode::parse(&i.str("mode")?)?))
+        },
+        grad: INDICES,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_backward_pick",
+        cpu: KernelSlot::Call(cpu::pick_backward_kernel),
+        infer: Some(infer_data_shape),
+        inputs: &["out_grad", "index"],
+        params: &[
+            param("axis", K::Int, Some("-1"), "The axis pick chose along."),
+            param("keepdims", K::Bool, Some("False"), "Whether pick kept the axis."),
+            param("mode", K::Str, Some("'clip'"), "Out-of-range indices, as in pick."),
+            DATA_SHAPE,
+        ],
+        doc: "Gradient of `pick`: zeros of `shape` with `out_grad` at the picked positions. \
+              Its own gradient is pick.",
+        forward: |i| {
+            let shape = i.shape("shape")?;
+            let ax = norm_axis(i.name(), i.i64("axis")?, shape.ndim())?;
+            let mode = IndexMode::parse(&i.str("mode")?)?;
+            one(ops::backward_pick(i.x(0)?, i.x(1)?, shape, ax, i.bool("keepdims")?, mode))
+        },
+        grad: INDICES,
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_backward_gather_nd",
+        cpu: KernelSlot::Call(cpu::scatter_nd_kernel),
+        infer: Some(infer_scatter_nd),
+        inputs: &["data", "indices"],
+        params: &[param("shape", K::Shape, None, "Shape of the result.")],
+        doc: "Gradient of `gather_nd`: zeros of `shape` with `data`'s blocks added at the \
+              coordinates in `indices` (duplicates accumulate). Its own gradient is gather_nd.",
+        forward: |i| one(ops::backward_gather_nd(i.x(0)?, i.x(1)?, i.shape("shape")?)),
+        grad: INDICES,
         ..OpDef::BASE
     },
 ];

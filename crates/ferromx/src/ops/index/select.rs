@@ -1,17 +1,14 @@
 //! Selection by index arrays: take, pick, one_hot, where (frontends:
 //! checks, push, gradients; kernels in `cpu.rs`).
 
-use super::cpu::read_indices;
 use super::DEFS;
 use crate::autograd::{needs_record, record};
-use crate::dtype::{DType, Elem};
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{push_call, OpCall};
 use crate::ops::{self, check_ctx, BinOp};
 use crate::shape::{norm_axis, Shape};
-use crate::storage::push_kernel;
-use crate::with_dtype;
 use ferromx_engine::{ErrorKind, OpFailure};
 
 /// Index handling mode of `take`/`pick`.
@@ -87,33 +84,46 @@ pub fn take(a: &NDArray, indices: &NDArray, axis: i64, mode: IndexMode) -> Resul
 }
 
 pub(crate) fn take_grad(g: &NDArray, idx: &NDArray, a: &NDArray, ax: usize, mode: IndexMode) -> Result<NDArray> {
-    let z = ops::zeros(a.shape().clone(), g.dtype(), g.ctx())?;
-    let n = a.dims()[ax];
-    let outer: usize = a.dims()[..ax].iter().product();
-    let inner: usize = a.dims()[ax + 1..].iter().product();
-    let ni = idx.size();
-    let dt = g.dtype();
-    if z.size() > 0 && g.size() > 0 {
-        push_kernel("_backward_take", vec![g.view(), idx.view()], vec![z.view()], move |k| {
-            let ids = read_indices(k, 1);
-            let fixed: Vec<usize> =
-                ids.iter().map(|&i| mode.fix("take", i, n)).collect::<std::result::Result<_, _>>()?;
-            with_dtype!(dt, T, {
-                let (src, o) = (k.input::<T>(0), k.output::<T>(0));
-                for r in 0..outer {
-                    for (j, &f) in fixed.iter().enumerate() {
-                        let s = (r * ni + j) * inner;
-                        let d = (r * n + f) * inner;
-                        for t in 0..inner {
-                            o[d + t] = T::from_f64(o[d + t].to_f64() + src[s + t].to_f64());
-                        }
-                    }
-                }
-            });
-            Ok(())
-        });
+    backward_take(g, idx, a.shape().clone(), ax, mode)
+}
+
+/// `outer, n, inner` of an array of `shape` around `axis`.
+fn around(shape: &Shape, ax: usize) -> (usize, usize, usize) {
+    let d = shape.dims();
+    (d[..ax].iter().product(), d[ax], d[ax + 1..].iter().product())
+}
+
+/// `take`'s gradient (MXNet `_backward_take`): zeros of `shape` (the data's) with the rows
+/// of `g` added at `idx` along axis `ax`, indices resolved by `mode` as the forward did.
+/// Recorded like any operator, with `take` of the incoming gradient as its own gradient,
+/// so gradients through `take` (and indexing) can be differentiated again.
+pub fn backward_take(g: &NDArray, idx: &NDArray, shape: Shape, ax: usize, mode: IndexMode) -> Result<NDArray> {
+    let name = "_backward_take";
+    check_ctx(name, g, idx)?;
+    if ax >= shape.ndim() {
+        return Err(Error::value(name, format!("axis {ax} is out of range for shape {shape}")));
     }
-    Ok(z)
+    let mut want = shape.dims()[..ax].to_vec();
+    want.extend_from_slice(idx.dims());
+    want.extend_from_slice(&shape.dims()[ax + 1..]);
+    if g.dims() != want.as_slice() {
+        return Err(Error::shape(
+            name,
+            &[g.shape(), idx.shape(), &shape],
+            format!("out_grad must have shape {} (take's output)", Shape::new(&want)),
+        ));
+    }
+    let (outer, n, inner) = around(&shape, ax);
+    let out = NDArray::empty(shape, g.dtype(), g.ctx())?;
+    if out.size() > 0 {
+        let ints = [mode.code(), outer as i64, n as i64, inner as i64];
+        push_call(OpCall::new(&DEFS[super::TAKE_BWD], &[g, idx], &[&out]).with_ints(&ints))?;
+    }
+    if needs_record(&[g]) {
+        let ic = idx.clone();
+        record(name, &[g, idx], &[&out], Box::new(move |gg| Ok(vec![Some(take(&gg[0], &ic, ax as i64, mode)?), None])));
+    }
+    Ok(out)
 }
 
 /// Picks one element per position along `axis` at `index` (MXNet `pick`).
@@ -140,31 +150,53 @@ pub fn pick(data: &NDArray, index: &NDArray, axis: i64, keepdims: bool, mode: In
         push_call(OpCall::new(&DEFS[1], &[data, index], &[&out]).with_ints(&ints))?;
     }
     if needs_record(&[data]) {
-        let (dc, ic) = (data.clone(), index.clone());
+        let (ds, ic) = (data.shape().clone(), index.clone());
         record(
             name,
             &[data, index],
             &[&out],
-            Box::new(move |g| {
-                // Scatter g to the picked positions, resolving indices exactly as
-                // the forward pass did (clip / wrap).
-                let z = ops::zeros(dc.shape().clone(), g[0].dtype(), g[0].ctx())?;
-                let gdt = g[0].dtype();
-                push_kernel("_backward_pick", vec![g[0].view(), ic.view()], vec![z.view()], move |k| {
-                    let ids = read_indices(k, 1);
-                    with_dtype!(gdt, T, {
-                        let (gs, o) = (k.input::<T>(0), k.output::<T>(0));
-                        for r in 0..outer {
-                            for t in 0..inner {
-                                let f = mode.fix(name, ids[r * inner + t], n)?;
-                                o[(r * n + f) * inner + t] = gs[r * inner + t];
-                            }
-                        }
-                    });
-                    Ok(())
-                });
-                Ok(vec![Some(z), None])
-            }),
+            Box::new(move |g| Ok(vec![Some(backward_pick(&g[0], &ic, ds.clone(), ax, keepdims, mode)?), None])),
+        );
+    }
+    Ok(out)
+}
+
+/// `pick`'s gradient (MXNet `_backward_pick`): zeros of `shape` (the data's) with `g`'s
+/// elements at the positions `index` picks along axis `ax`. Recorded, with `pick` of the
+/// incoming gradient as its own gradient (second-order gradients through `pick`).
+pub fn backward_pick(
+    g: &NDArray,
+    index: &NDArray,
+    shape: Shape,
+    ax: usize,
+    keepdims: bool,
+    mode: IndexMode,
+) -> Result<NDArray> {
+    let name = "_backward_pick";
+    check_ctx(name, g, index)?;
+    if ax >= shape.ndim() {
+        return Err(Error::value(name, format!("axis {ax} is out of range for shape {shape}")));
+    }
+    let (outer, n, inner) = around(&shape, ax);
+    if g.size() != outer * inner || index.size() != outer * inner {
+        return Err(Error::shape(
+            name,
+            &[g.shape(), index.shape(), &shape],
+            format!("out_grad and index must have the shape of data without axis {ax}"),
+        ));
+    }
+    let out = NDArray::empty(shape, g.dtype(), g.ctx())?;
+    if out.size() > 0 {
+        let ints = [mode.code(), outer as i64, n as i64, inner as i64];
+        push_call(OpCall::new(&DEFS[super::PICK_BWD], &[g, index], &[&out]).with_ints(&ints))?;
+    }
+    if needs_record(&[g]) {
+        let ic = index.clone();
+        record(
+            name,
+            &[g, index],
+            &[&out],
+            Box::new(move |gg| Ok(vec![Some(pick(&gg[0], &ic, ax as i64, keepdims, mode)?), None])),
         );
     }
     Ok(out)

@@ -382,16 +382,14 @@ fn slice_steps_as(def: &'static OpDef, x: &NDArray, spec: &[(usize, usize, usize
         push_call(OpCall::new(def, &[x], &[&out]).with_ints(&ints))?;
     }
     if needs_record(&[x]) {
-        let (xshape, spec_v) = (x.shape().clone(), spec.to_vec());
-        let (xdt, xctx) = (x.dtype(), x.ctx());
+        // The gradient is the recorded `_backward_slice` call (differentiable again).
+        let (xshape, od) = (x.shape().clone(), oshape.dims().to_vec());
         record(
             def.name,
             &[x],
             &[&out],
             Box::new(move |g| {
-                let z = ops::zeros(xshape.clone(), xdt, xctx)?;
-                slice_assign(&z, &spec_v, &g[0])?;
-                Ok(vec![Some(z)])
+                Ok(vec![Some(ops::index::scatter_affine_rec(&g[0], xshape.clone(), od.clone(), base, signed.clone())?)])
             }),
         );
         annotate_slice(x, spec, &out);

@@ -148,7 +148,8 @@ unary! {
     "abs" Abs ["abs", "absolute"] true Some(&U(F::Sign, &X)), R, "Absolute value, elementwise.";
     "sign" Sign ["sign"] true Some(&ZERO), R, "Sign (-1, 0 or 1; NaN stays NaN), elementwise.";
     "square" Square ["square"] true Some(&B(BinOp::Mul, &X, &C(2.0))), R, "Square, elementwise.";
-    "relu" Relu [] true Some(&B(BinOp::Gt, &Y, &C(0.0))), R, "Rectified linear unit: `max(x, 0)`.";
+    // sign(y): 1 where x > 0, 0 where x <= 0, NaN at NaN (MXNet propagates NaN into the gradient)
+    "relu" Relu [] true Some(&U(F::Sign, &Y)), R, "Rectified linear unit: `max(x, 0)`.";
     "sqrt" Sqrt ["sqrt"] true Some(&B(BinOp::Div, &C(0.5), &Y)), R, "Square root, elementwise.";
     "rsqrt" Rsqrt [] true Some(&B(BinOp::Mul, &B(BinOp::Mul, &Y, &B(BinOp::Mul, &Y, &Y)), &C(-0.5))), R,
         "Reciprocal square root: `1/sqrt(x)`.";
