@@ -215,7 +215,8 @@ pub fn fused_batch(
         return Err(Error::value(OP, format!("output buffer has {} bytes, the batch needs {}", out.len(), n * per)));
     }
     for (i, dst) in out.chunks_exact_mut(per).enumerate() {
-        one(images[i], &boxes[i], mirror[i], spec, dst).map_err(|e| Error::value(OP, format!("image {i} of the batch: {e}")))?;
+        one(images[i], &boxes[i], mirror[i], spec, dst)
+            .map_err(|e| Error::value(OP, format!("image {i} of the batch: {e}")))?;
     }
     Ok(())
 }
