@@ -159,6 +159,8 @@ def test_fused_path_is_not_taken_for_other_transforms(folder):
     broken = ImageFolderDataset(root).transform_first(T.Compose(chain()))
     bad = [i for i, (path, _) in enumerate(broken._data.items) if path.endswith("zzz.jpg")]
     assert _fused.plan_for(broken).images([0] + bad) is None
+    os.remove(os.path.join(root, "c0", "zzz.jpg"))  # a missing file: the generic error too
+    assert _fused.plan_for(broken).images([0] + bad) is None
 
 
 def test_process_workers_use_the_fused_path_and_match_serial(folder):

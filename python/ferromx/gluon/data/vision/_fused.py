@@ -122,11 +122,11 @@ class FusedPlan:
     def images(self, indices):
         """``(leaf, labels)`` for a batch, or None when a header cannot be read (the
         generic path then reports the problem as it always does)."""
-        encoded = [self._encoded(i) for i in indices]
         try:
+            encoded = [self._encoded(i) for i in indices]
             sizes = [_native.image_size(b) for b, _ in encoded]
-        except Exception:  # noqa: BLE001 - not a JPEG/PNG header: the generic path decides
-            return None
+        except Exception:  # noqa: BLE001 - unreadable, or not a JPEG/PNG header: the
+            return None  # generic path reports it with its own error
         boxes, interps = [], []
         for h, w in sizes:
             box, interp = self._box(h, w)
