@@ -177,7 +177,7 @@ pub fn fused_vision_batch(
     let mirror = if flip { ferromx::image::flip_coins(n, dev) } else { vec![false; n] };
     let pybufs: Vec<PyBuffer<u8>> = bufs
         .iter()
-        .map(|b| PyBuffer::<u8>::get(b))
+        .map(PyBuffer::<u8>::get)
         .collect::<PyResult<_>>()
         .map_err(|_| pyo3::exceptions::PyTypeError::new_err(format!("{OP}: images must be bytes")))?;
     let data: Vec<Vec<u8>> =
