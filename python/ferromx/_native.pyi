@@ -346,6 +346,17 @@ def image_record_batch(bufs: list[Any], data_shape: tuple[int, int, int], u_y: l
     """ImageRecordIter's batch in one call (GIL released): decode, resize, crop, mirror and
     (x - mean) * mul into a (B, C, H, W) float32 array; returns it and the crop offsets."""
 
+def image_size(buf: Any) -> tuple[int, int]:
+    """(height, width) of JPEG/PNG bytes, read from the header alone."""
+
+def fused_vision_batch(bufs: list[Any], out: Any, boxes: list[tuple[int, int, int, int]],
+                       interps: list[int], out_hw: tuple[int, int], flag: int = 1,
+                       force_resize: bool = False, flip: bool = False,
+                       mean: list[float] | None = None, std: list[float] | None = None,
+                       ctx: str = "cpu(0)") -> None:
+    """The DataLoader's fused vision transforms for a batch (GIL released): decode, crop,
+    resize, mirror, /255 and normalise into the writable float32 (B, C, H, W) buffer out."""
+
 def imencode(data: Any, height: int, width: int, channels: int, ext: str = ".jpg",
              quality: int = 95) -> bytes:
     """Encodes (H, W, C) uint8 bytes in RGB order as .jpg or .png (GIL released)."""

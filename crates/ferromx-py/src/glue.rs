@@ -97,6 +97,24 @@ pub fn with_bytes<R>(buf: &PyBuffer<u8>, f: impl FnOnce(&[u8]) -> R) -> PyResult
     Ok(f(s))
 }
 
+/// Lends a writable C-contiguous byte buffer to `f` as a mutable slice.
+/// `f` runs with the GIL held by the caller's token or released (the buffer
+/// stays exported while `buf` lives, so its memory cannot move or be freed).
+pub fn with_bytes_mut<R>(buf: &PyBuffer<u8>, f: impl FnOnce(&mut [u8]) -> R) -> PyResult<R> {
+    if buf.readonly() || !buf.is_c_contiguous() {
+        return Err(pyo3::exceptions::PyValueError::new_err("buffer must be writable and C-contiguous"));
+    }
+    let n = buf.len_bytes();
+    if n == 0 {
+        return Ok(f(&mut []));
+    }
+    // SAFETY: the buffer is writable, C-contiguous, `n` bytes long and stays
+    // exported (alive, not resized) while `buf` lives, which outlasts `f`; no
+    // other Rust slice of it exists during the call.
+    let s = unsafe { std::slice::from_raw_parts_mut(buf.buf_ptr() as *mut u8, n) };
+    Ok(f(s))
+}
+
 /// Pushes a copy of `arr` into the writable C-contiguous buffer `dst` and
 /// returns the wait ticket. The caller must keep `dst` alive until the ticket
 /// is done, or leak it (`std::mem::forget`) if it stops waiting early.

@@ -117,6 +117,82 @@ pub fn image_record_batch(
     Ok((wrap(py, arr)?, offs.into_iter().map(|[y, x]| (y, x)).collect()))
 }
 
+/// `(height, width)` of JPEG/PNG bytes, read from the header alone.
+#[pyfunction]
+pub fn image_size(buf: &Bound<'_, PyAny>) -> PyResult<(usize, usize)> {
+    let buf = PyBuffer::<u8>::get(buf)
+        .map_err(|_| pyo3::exceptions::PyTypeError::new_err("image_size: buf must be bytes or a uint8 buffer"))?;
+    crate::glue::with_bytes(&buf, ferromx::image::image_size)?.map_err(to_py_err)
+}
+
+/// The DataLoader's fused vision transforms for a batch (GIL released): decodes every
+/// image (`flag` 1 colour, 0 grey), crops `boxes[i] = (x0, y0, w, h)`, resizes to
+/// `out_hw` with `interps[i]` when the sizes differ (always with `force_resize`),
+/// mirrors left-right with coins drawn as `_image_random_flip_left_right` does on `ctx`
+/// when `flip`, and writes `x / 255` (then `(v - mean) / std` when given) as float32
+/// `(B, C, H, W)` into the writable buffer `out`.
+#[pyfunction]
+#[pyo3(signature = (bufs, out, boxes, interps, out_hw, flag=1, force_resize=false, flip=false,
+                    mean=None, std=None, ctx="cpu(0)"))]
+#[allow(clippy::too_many_arguments)]
+pub fn fused_vision_batch(
+    py: Python<'_>,
+    bufs: Vec<Bound<'_, PyAny>>,
+    out: &Bound<'_, PyAny>,
+    boxes: Vec<(usize, usize, usize, usize)>,
+    interps: Vec<i64>,
+    out_hw: (usize, usize),
+    flag: i32,
+    force_resize: bool,
+    flip: bool,
+    mean: Option<Vec<f64>>,
+    std: Option<Vec<f64>>,
+    ctx: &str,
+) -> PyResult<()> {
+    const OP: &str = "DataLoader (fused vision transforms)";
+    let n = bufs.len();
+    if boxes.len() != n || interps.len() != n {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "{OP}: {n} images but {} boxes and {} interpolations",
+            boxes.len(),
+            interps.len()
+        )));
+    }
+    let boxes: Vec<ferromx::image::CropBox> = boxes
+        .iter()
+        .zip(&interps)
+        .map(|(&(x0, y0, w, h), &code)| {
+            let interp = ferromx::ops::image::Interp::from_code(OP, code)?;
+            Ok(ferromx::image::CropBox { x0, y0, w, h, interp })
+        })
+        .collect::<ferromx::Result<_>>()
+        .map_err(to_py_err)?;
+    let normalize = match (mean, std) {
+        (Some(m), Some(s)) => Some((m, s)),
+        (None, None) => None,
+        _ => return Err(pyo3::exceptions::PyValueError::new_err(format!("{OP}: give both mean and std, or neither"))),
+    };
+    let spec = ferromx::image::FusedSpec { flag, height: out_hw.0, width: out_hw.1, force_resize, normalize };
+    let dev = parse_ctx(ctx)?;
+    let mirror = if flip { ferromx::image::flip_coins(n, dev) } else { vec![false; n] };
+    let pybufs: Vec<PyBuffer<u8>> = bufs
+        .iter()
+        .map(PyBuffer::<u8>::get)
+        .collect::<PyResult<_>>()
+        .map_err(|_| pyo3::exceptions::PyTypeError::new_err(format!("{OP}: images must be bytes")))?;
+    let data: Vec<Vec<u8>> =
+        pybufs.iter().map(|b| crate::glue::with_bytes(b, |s| s.to_vec())).collect::<PyResult<_>>()?;
+    let dst = PyBuffer::<u8>::get(out)
+        .map_err(|_| pyo3::exceptions::PyTypeError::new_err(format!("{OP}: out must be a writable byte buffer")))?;
+    crate::glue::with_bytes_mut(&dst, |o| {
+        py.detach(|| {
+            let refs: Vec<&[u8]> = data.iter().map(|d| d.as_slice()).collect();
+            ferromx::image::fused_batch(&refs, &boxes, &mirror, &spec, o)
+        })
+    })?
+    .map_err(to_py_err)
+}
+
 /// Encodes `(H, W, C)` uint8 bytes in RGB order as `.jpg` or `.png` (GIL released).
 #[pyfunction]
 #[pyo3(signature = (data, height, width, channels, ext=".jpg", quality=95))]

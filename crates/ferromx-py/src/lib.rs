@@ -321,6 +321,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image::imdecode, m)?)?;
     m.add_function(wrap_pyfunction!(image::imdecode_batch, m)?)?;
     m.add_function(wrap_pyfunction!(image::image_record_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(image::image_size, m)?)?;
+    m.add_function(wrap_pyfunction!(image::fused_vision_batch, m)?)?;
     m.add_function(wrap_pyfunction!(image::imencode, m)?)?;
     m.add_function(wrap_pyfunction!(fileio::save_safetensors, m)?)?;
     m.add_function(wrap_pyfunction!(fileio::dumps_safetensors, m)?)?;

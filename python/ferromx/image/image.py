@@ -167,10 +167,14 @@ def random_crop(src, size, interp=2):
 def center_crop(src, size, interp=2):
     """Crops the centre to ``size`` (w, h); returns the crop and (x, y, width, height)."""
     h, w, _ = src.shape
-    new_w, new_h = scale_down((w, h), size)
-    x0 = int((w - new_w) / 2)
-    y0 = int((h - new_h) / 2)
+    x0, y0, new_w, new_h = _center_box(h, w, size)
     return fixed_crop(src, x0, y0, new_w, new_h, size, interp), (x0, y0, new_w, new_h)
+
+
+def _center_box(h, w, size):
+    """:func:`center_crop`'s box ``(x0, y0, width, height)`` in an ``h x w`` image."""
+    new_w, new_h = scale_down((w, h), size)
+    return int((w - new_w) / 2), int((h - new_h) / 2), new_w, new_h
 
 
 def color_normalize(src, mean, std=None):
@@ -186,10 +190,19 @@ def random_size_crop(src, size, area, ratio, interp=2, **kwargs):
     """Crops a random region with random area fraction and aspect ratio, resized to
     ``size``; falls back to :func:`center_crop` after 10 tries."""
     h, w, _ = src.shape
-    src_area = h * w
     if "min_area" in kwargs:
         area = kwargs.pop("min_area")
     assert not kwargs, "unexpected keyword arguments for `random_size_crop`."
+    box = _random_size_box(h, w, area, ratio)
+    if box is None:
+        return center_crop(src, size, interp)
+    return fixed_crop(src, *box, size, interp), box
+
+
+def _random_size_box(h, w, area, ratio):
+    """:func:`random_size_crop`'s random box ``(x0, y0, width, height)`` in an ``h x w``
+    image (the same ``random`` draws), or None after 10 tries (then the centre crop)."""
+    src_area = h * w
     if isinstance(area, Number):
         area = (area, 1.0)
     for _ in range(10):
@@ -201,8 +214,8 @@ def random_size_crop(src, size, area, ratio, interp=2, **kwargs):
         if new_w <= w and new_h <= h:
             x0 = random.randint(0, w - new_w)
             y0 = random.randint(0, h - new_h)
-            return fixed_crop(src, x0, y0, new_w, new_h, size, interp), (x0, y0, new_w, new_h)
-    return center_crop(src, size, interp)
+            return x0, y0, new_w, new_h
+    return None
 
 
 from ._augment import *

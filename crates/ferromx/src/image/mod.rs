@@ -14,7 +14,9 @@ use crate::{Context, Shape};
 use rayon::prelude::*;
 
 mod batch;
+mod fused;
 pub use batch::{decode_augment_batch, BatchSpec, ImageDraw};
+pub use fused::{flip_coins, fused_batch, image_size, CropBox, FusedSpec};
 
 /// A decoded image: `height x width x channels` bytes, row-major.
 #[derive(Clone, Debug, PartialEq, Eq)]

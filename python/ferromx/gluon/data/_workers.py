@@ -12,15 +12,26 @@ Design (see ``dataloader.py`` for how it is used):
   when the ``DataLoader`` is (as MXNet's), and a background thread starts the processes
   (which waits for the fork server's imports, about a second), so they boot while the
   caller goes on; the first batch request waits for them.
+  Where the DataLoader is made before the engine, rayon or any Python thread has started
+  (the process runs only its main thread and the OS threads that existed when ferromx was
+  imported, i.e. NumPy's BLAS pool, which handles ``fork`` itself; Linux:
+  ``/proc/self/task``), no ferromx thread can be half-running or hold a lock, so the
+  workers are plain ``fork`` children of it, started at once (milliseconds instead of the
+  fork server's ~1 s boot).  ``FERROMX_DATALOADER_FORK=0`` turns that off.
 * **Dataset transfer.** The dataset and ``batchify_fn`` are pickled once per pool (with
   ``cloudpickle`` when it is installed, so lambdas, local classes and classes of the main
   script work; plain ``pickle`` otherwise, which cannot send those: the DataLoader then
   warns and uses threads) and unpickled in every worker.
 * **Batches.** A worker builds the batch, writes every array of it into one
   ``multiprocessing.shared_memory`` block and sends back only the block's name and the
-  layout.  The consumer maps the block, makes each NDArray with one copy (``nd.array``),
-  then closes and unlinks the block.  (A zero-copy ``nd.from_numpy`` of the mapping is not
-  used: the NDArray would outlive the mapping, whose lifetime Python does not tie to it.)
+  layout.  The consumer maps the block itself (``mmap`` of the POSIX shared-memory file,
+  which it unlinks at once) and wraps each array of it without a copy
+  (``nd.from_numpy``): the NumPy views hold the ``mmap`` object, and the NDArrays hold the
+  views (DLPack), so the mapping lives exactly as long as the last NDArray of the batch.
+  (Where POSIX shared memory is missing, or for ``pin_memory``, each array is copied once.)
+* **Fused vision path.** With the default batching, a dataset of encoded images under
+  ``transform_first(Compose([...]))`` of the known vision transforms has its images built
+  by one native call per batch, straight into the block (``vision/_fused.py``).
 * **Failures.** A worker exception is sent back with its traceback and re-raised in the
   training loop (same type when it can be pickled, the worker traceback as ``__cause__``).
   The consumer waits on the result pipe *and* the worker's process sentinel, so a worker
@@ -44,6 +55,13 @@ import numpy as np
 __all__ = ["DataLoaderTimeoutError", "DataLoaderWorkerError"]
 
 _ALIGN = 64
+
+try:  # POSIX shared memory, mapped by the consumer itself (zero-copy batches)
+    import _posixshmem
+    import mmap
+    from multiprocessing import resource_tracker
+except ImportError:  # pragma: no cover - Windows
+    _posixshmem = None
 
 
 class DataLoaderWorkerError(RuntimeError):
@@ -93,6 +111,31 @@ def _context():
     return _CTX
 
 
+def _os_threads():
+    try:
+        return set(os.listdir("/proc/self/task"))
+    except OSError:
+        return None
+
+
+# The OS threads of the process when ferromx was imported (the main thread and NumPy's
+# BLAS pool); the engine and rayon start theirs later, on the first operator.
+_IMPORT_THREADS = _os_threads()
+
+
+def _fork_is_safe():
+    """Whether a plain ``fork`` of this process is safe now: no OS thread started since
+    ``import ferromx`` (no engine or rayon thread) and no Python thread but this one."""
+    if os.environ.get("FERROMX_DATALOADER_FORK", "1") == "0":
+        return False
+    if "fork" not in multiprocessing.get_all_start_methods() or _IMPORT_THREADS is None:
+        return False
+    if threading.active_count() != 1 or threading.current_thread() is not threading.main_thread():
+        return False
+    now = _os_threads()
+    return now is not None and now <= _IMPORT_THREADS
+
+
 # ---- worker side ----------------------------------------------------------------------------
 def _host_collate(data):
     """The default collation, done on the host: returns a tree with ('nd', array) leaves."""
@@ -137,6 +180,9 @@ def _pack(tree, leaves):
     if kind == "stack":
         leaves.append(_Stack(val))
         return ("nd", len(leaves) - 1)
+    if kind == "leaf":  # writes itself into the block (the fused vision images)
+        leaves.append(val)
+        return ("nd", len(leaves) - 1)
     if kind in ("list", "tuple"):
         return (kind, [_pack(t, leaves) for t in val])
     return tree
@@ -179,10 +225,10 @@ def _to_shared(tree):
         for a, (off, shape, dt) in zip(leaves, specs):
             out = np.ndarray(shape, dt, buffer=shm.buf, offset=off)
             try:
-                if isinstance(a, _Stack):
-                    a.write(out)
-                else:
+                if isinstance(a, np.ndarray):
                     out[...] = a
+                else:
+                    a.write(out)
             finally:
                 del out
     except BaseException:
@@ -205,6 +251,25 @@ def _error_payload(err):
     return (type(err).__name__, str(err), tb, blob)
 
 
+def _fused_plan(dataset):
+    """The fused vision plan of ``dataset`` (see ``vision/_fused.py``), or None."""
+    try:
+        from .vision import _fused
+
+        return _fused.plan_for(dataset)
+    except Exception:  # noqa: BLE001 - anything unusual keeps the generic path
+        return None
+
+
+def _fused_tree(plan, indices):
+    """The batch tree of the fused path, or None when it does not apply to this batch."""
+    got = plan.images(indices)
+    if got is None:
+        return None
+    leaf, labels = got
+    return ("list", [("leaf", leaf), _host_collate(labels)])
+
+
 def _worker_main(payload, conn, default_collate):
     """Entry point of a worker process: build batches until told to stop."""
     os.environ.setdefault("FERROMX_CPU_WORKER_NTHREADS", "1")
@@ -214,6 +279,7 @@ def _worker_main(payload, conn, default_collate):
         dataset, batchify_fn = pickle.loads(payload)
     except Exception as err:  # noqa: BLE001 - reported with the first task
         startup_error = _error_payload(err)
+    fused = _fused_plan(dataset) if default_collate and startup_error is None else None
     while True:
         try:
             msg = conn.recv()
@@ -226,8 +292,10 @@ def _worker_main(payload, conn, default_collate):
             conn.send((task_id, False, startup_error))
             continue
         try:
-            samples = [dataset[i] for i in indices]
-            tree = _host_collate(samples) if default_collate else _tree(batchify_fn(samples))
+            tree = _fused_tree(fused, indices) if fused is not None else None
+            if tree is None:
+                samples = [dataset[i] for i in indices]
+                tree = _host_collate(samples) if default_collate else _tree(batchify_fn(samples))
             result = (task_id, True, _to_shared(tree))
         except Exception as err:  # noqa: BLE001 - re-raised in the training loop
             result = (task_id, False, _error_payload(err))
@@ -259,13 +327,22 @@ def _unpack(layout, arrays):
 
 
 def _from_shared(meta, ctx):
-    from ... import ndarray as nd
-
     name, specs, layout = meta
     if name is None:
         return _unpack(layout, [])
     kinds = {}
     _collect_kinds(layout, kinds)
+    if _posixshmem is not None and ctx.device_type == "cpu" and ctx.device_id == 0:
+        arrays = _map_shared(name, specs, kinds)
+        if arrays is not None:
+            return _unpack(layout, arrays)
+    return _unpack(layout, _copy_shared(name, specs, kinds, ctx))
+
+
+def _copy_shared(name, specs, kinds, ctx):
+    """Each array of the block copied once (``nd.array``); the block is unlinked."""
+    from ... import ndarray as nd
+
     shm = shared_memory.SharedMemory(name=name)
     arrays = []
     try:
@@ -279,7 +356,44 @@ def _from_shared(meta, ctx):
     finally:
         shm.close()
         shm.unlink()
-    return _unpack(layout, arrays)
+    return arrays
+
+
+def _map_shared(name, specs, kinds):
+    """The block's arrays without a copy: NDArrays over a private mapping of it (the
+    file is unlinked at once; the mapping dies with the last array). None when an array
+    cannot be shared this way (the caller copies)."""
+    from ... import ndarray as nd
+
+    path = "/" + name
+    try:
+        fd = _posixshmem.shm_open(path, os.O_RDWR, mode=0o600)
+    except FileNotFoundError:
+        return None
+    try:
+        size = os.fstat(fd).st_size
+        mm = mmap.mmap(fd, size) if size else None
+    finally:
+        os.close(fd)
+    _posixshmem.shm_unlink(path)
+    # The worker's SharedMemory registered the block with the (shared) resource tracker;
+    # it is gone now, so the tracker must not try to clean it up at exit.
+    with contextlib.suppress(Exception):
+        resource_tracker.unregister(path, "shared_memory")
+    arrays = []
+    for i, (off, shape, dt) in enumerate(specs):
+        count = int(np.prod(shape, dtype=np.int64))
+        view = np.frombuffer(mm, dtype=dt, count=count, offset=off).reshape(shape) \
+            if count else np.zeros(shape, dt)
+        if kinds[i] != "nd":
+            arrays.append(view.copy())
+            continue
+        try:
+            arrays.append(nd.from_numpy(view, zero_copy=True) if count
+                          else nd.array(view, dtype=view.dtype))
+        except (ValueError, TypeError):  # a dtype DLPack cannot carry: one copy
+            arrays.append(nd.array(view.copy(), dtype=view.dtype))
+    return arrays
 
 
 def _collect_kinds(layout, out):
@@ -318,17 +432,27 @@ class ProcessPool:
         self._counter = 0
         self._stale = set()
         self.broken = False
+        self._start_error = None
+        self._starter = None
+        self.start_method = "fork" if _fork_is_safe() else _context().get_start_method()
+        if self.start_method == "fork":
+            # Single-threaded: fork now (the resource tracker first, so that the workers
+            # share it with this process and the shared blocks are tracked in one place).
+            from multiprocessing import resource_tracker as tracker
+
+            tracker.ensure_running()
+            self._start(num_workers, payload, default_collate, multiprocessing.get_context("fork"))
+            return
         # Starting a worker waits for the fork server to have imported ferromx (about a
         # second): a background thread does it, so the caller goes on meanwhile.
-        self._start_error = None
         self._starter = threading.Thread(
             target=self._start, args=(num_workers, payload, default_collate),
             name="ferromx-dataloader-start", daemon=True)
         self._starter.start()
 
-    def _start(self, num_workers, payload, default_collate):
+    def _start(self, num_workers, payload, default_collate, ctx=None):
         try:
-            ctx = _context()
+            ctx = ctx or _context()
             for i in range(num_workers):
                 parent_conn, child_conn = ctx.Pipe(duplex=True)
                 proc = ctx.Process(target=_worker_main,

@@ -3,9 +3,11 @@
 Workers:
 
 * ``num_workers > 0`` (default ``thread_pool=False``) starts that many worker *processes*
-  (see :mod:`ferromx.gluon.data._workers`: fork-server start, batches returned through
-  shared memory with one copy into the NDArray, worker exceptions re-raised with the worker
-  traceback, a dead or stuck worker raises within ``timeout``).  The pool is started on the
+  (see :mod:`ferromx.gluon.data._workers`: fork-server start, or a plain fork while no
+  ferromx thread has started; batches returned through shared memory that the NDArrays use
+  without a copy; the fused native path for the common vision ``Compose``; worker
+  exceptions re-raised with the worker traceback, a dead or stuck worker raises within
+  ``timeout``).  The pool is started on the
   first iteration and kept for later epochs.  If the dataset or ``batchify_fn`` cannot be
   pickled (a lambda without ``cloudpickle`` installed), the loader warns once and uses
   threads instead.
