@@ -369,15 +369,17 @@ fn scatter_nd_impl(
 /// coordinates in `indices` (duplicates accumulate): `gather_nd`'s gradient. Recorded,
 /// with `gather_nd` of the incoming gradient as its own gradient.
 pub fn backward_gather_nd(data: &NDArray, indices: &NDArray, shape: Shape) -> Result<NDArray> {
-    let out = scatter_nd_impl("_backward_gather_nd", data, indices, shape, true)?;
+    scatter_recorded("_backward_gather_nd", data, indices, shape, true)
+}
+
+/// A scatter of `data` into zeros of `shape`, recorded with `gather_nd` of
+/// the incoming gradient as its gradient (for both the accumulating and the
+/// last-write-wins form).
+fn scatter_recorded(name: &'static str, data: &NDArray, indices: &NDArray, shape: Shape, acc: bool) -> Result<NDArray> {
+    let out = scatter_nd_impl(name, data, indices, shape, acc)?;
     if needs_record(&[data]) {
         let ic = indices.clone();
-        record(
-            "_backward_gather_nd",
-            &[data, indices],
-            &[&out],
-            Box::new(move |g| Ok(vec![Some(gather_nd(&g[0], &ic)?), None])),
-        );
+        record(name, &[data, indices], &[&out], Box::new(move |g| Ok(vec![Some(gather_nd(&g[0], &ic)?), None])));
     }
     Ok(out)
 }
@@ -387,17 +389,7 @@ pub fn backward_gather_nd(data: &NDArray, indices: &NDArray, shape: Shape) -> Re
 /// `indices.shape[1:] + shape[M:]`. Duplicate indices: the last write wins.
 /// Indices are checked like [`gather_nd`]'s.
 pub fn scatter_nd(data: &NDArray, indices: &NDArray, shape: Shape) -> Result<NDArray> {
-    let out = scatter_nd_impl("scatter_nd", data, indices, shape, false)?;
-    if needs_record(&[data]) {
-        let ic = indices.clone();
-        record(
-            "scatter_nd",
-            &[data, indices],
-            &[&out],
-            Box::new(move |g| Ok(vec![Some(gather_nd(&g[0], &ic)?), None])),
-        );
-    }
-    Ok(out)
+    scatter_recorded("scatter_nd", data, indices, shape, false)
 }
 
 /// Resolved slicing of one axis: first index, output length, step.

@@ -29,7 +29,11 @@ fn defs_are_where_their_frontends_expect_them() {
             "scatter_nd",
             "slice",
             "slice_like",
-            "diag"
+            "diag",
+            "_backward_slice",
+            "_backward_take",
+            "_backward_pick",
+            "_backward_gather_nd"
         ]
     );
     assert!(all_call_kernels_with_inference(DEFS));
