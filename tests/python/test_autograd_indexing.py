@@ -212,3 +212,22 @@ def test_get_symbol_of_np_integer_array_indexing():
     assert [o for o, _ in _ops(sym)][:3] == ["null", "null", "gather_nd"]
     out = sym.eval(ctx=mx.cpu(), var0=x.as_nd_ndarray(), null1=nd.array([[2, 0]]))[0]
     onp.testing.assert_array_equal(out.asnumpy(), y.asnumpy())
+
+
+def test_diag_gradient_is_differentiable_again():
+    # diag's backward is the recorded affine scatter (_backward_slice), so the
+    # second derivative of sum(diag(x, 1) ** 3) is 6 x on that diagonal.
+    xn = onp.random.rand(3, 4)
+    x = nd.array(xn)
+    x.attach_grad()
+    with autograd.record():
+        y = nd.diag(x, k=1) ** 3
+        (gx,) = autograd.grad(y.sum(), [x], create_graph=True)
+        z = gx.sum()
+    z.backward()
+    first, second = onp.zeros_like(xn), onp.zeros_like(xn)
+    for i in range(3):
+        first[i, i + 1] = 3 * xn[i, i + 1] ** 2
+        second[i, i + 1] = 6 * xn[i, i + 1]
+    onp.testing.assert_allclose(gx.asnumpy(), first, rtol=1e-5)
+    onp.testing.assert_allclose(x.grad.asnumpy(), second, rtol=1e-5)

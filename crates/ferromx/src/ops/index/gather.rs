@@ -7,7 +7,7 @@
 //! over an iteration shape. One kernel (`cpu::gather_kernel`) and its adjoint
 //! (`cpu::scatter_run`) serve them all.
 
-use super::cpu::{self, affine_ints};
+use super::cpu::affine_ints;
 use super::DEFS;
 use crate::autograd::{needs_record, record};
 use crate::dtype::DType;
@@ -16,7 +16,6 @@ use crate::ndarray::NDArray;
 use crate::opdef::{push_call, OpCall, OpDef};
 use crate::ops::{self, check_ctx, ReduceOp};
 use crate::shape::{norm_axis, Shape};
-use crate::storage::push_kernel;
 
 /// Marks a `None` entry in the `begin`/`end`/`step` tuples of [`slice()`].
 ///
@@ -41,27 +40,6 @@ pub(crate) fn gather_affine(
     let out = NDArray::empty(oshape, x.dtype(), x.ctx())?;
     if out.size() > 0 {
         push_call(OpCall::new(def, &[x], &[&out]).with_ints(&affine_ints(base, &iter_dims, &strides)))?;
-    }
-    Ok(out)
-}
-
-/// The adjoint of [`gather_affine`]: zeros of `shape` with `g`'s elements (in
-/// row-major order over `iter_dims`) written at `base + Σ idx[d]·strides[d]`.
-/// Addresses must be distinct (true for slices, flips and diagonals). A
-/// gradient kernel (not a table operator): an engine closure named `name`.
-pub(crate) fn scatter_affine(
-    name: &'static str,
-    g: &NDArray,
-    shape: Shape,
-    iter_dims: Vec<usize>,
-    base: isize,
-    strides: Vec<isize>,
-) -> Result<NDArray> {
-    debug_assert_eq!(iter_dims.iter().product::<usize>(), g.size());
-    let out = NDArray::empty(shape, g.dtype(), g.ctx())?;
-    if out.size() > 0 {
-        let ints = affine_ints(base, &iter_dims, &strides);
-        push_kernel(name, vec![g.view()], vec![out.view()], move |k| cpu::scatter_run(&ints, k));
     }
     Ok(out)
 }
@@ -606,14 +584,7 @@ pub fn diag(x: &NDArray, k: i64, axis1: i64, axis2: i64) -> Result<NDArray> {
                     &[x],
                     &[&out],
                     Box::new(move |g| {
-                        Ok(vec![Some(scatter_affine(
-                            "_backward_diag",
-                            &g[0],
-                            xs.clone(),
-                            iter.clone(),
-                            base,
-                            strides.clone(),
-                        )?)])
+                        Ok(vec![Some(scatter_affine_rec(&g[0], xs.clone(), iter.clone(), base, strides.clone())?)])
                     }),
                 );
             }
