@@ -1,6 +1,9 @@
 """HybridBlock.hybridize(): tracing with F = mx.sym once per input signature, the cached
 graph (outputs, autograd, parameter updates), going back to eager, trace-time errors."""
 
+import os
+import subprocess
+import sys
 import time
 import warnings
 
@@ -221,3 +224,86 @@ def test_strided_convolution_block_traces_without_falling_back():
         out = net(x)
     assert out.shape == (2, 2, 8, 8)
     np.testing.assert_allclose(out.asnumpy(), eager, rtol=1e-5, atol=1e-6)
+
+
+def _trace_names(tmp_path, fn):
+    fname = str(tmp_path / "trace.json")
+    mx.profiler.set_config(filename=fname, profile_all=True)
+    mx.profiler.set_state("run")
+    try:
+        fn()
+        nd.waitall()
+    finally:
+        mx.profiler.set_state("stop")
+    mx.profiler.dump()
+    import json
+
+    with open(fname) as f:
+        return [e.get("name", "") for e in json.load(f)["traceEvents"] if e.get("ph") in ("B", "X")]
+
+
+def test_hybridized_forward_runs_as_one_bulk_engine_op(tmp_path):
+    net = _mlp()
+    x = nd.array(np.random.RandomState(0).randn(2, 5).astype(np.float32))
+    want = net(x).asnumpy()
+    net.hybridize()
+    net(x).wait_to_read()
+    names = _trace_names(tmp_path, lambda: net(x))
+    bulks = [n for n in names if n.startswith("_bulk(")]
+    assert bulks == ["_bulk(FullyConnected,Activation,FullyConnected,Activation,FullyConnected)"], names
+    assert not any(n == "FullyConnected" for n in names), names
+    np.testing.assert_allclose(net(x).asnumpy(), want, rtol=1e-6, atol=1e-6)
+    # Recorded (training) forwards are bulked too, and backward still works.
+    x.attach_grad()
+    with autograd.record():
+        y = net(x)
+    y.backward()
+    net2 = _mlp()
+    for p2, p in zip(net2.collect_params().values(), net.collect_params().values()):
+        p2.set_data(p.data())
+    x2 = x.copy()
+    x2.attach_grad()
+    with autograd.record():
+        y2 = net2(x2)
+    y2.backward()
+    np.testing.assert_allclose(x.grad.asnumpy(), x2.grad.asnumpy(), rtol=1e-5, atol=1e-6)
+
+
+class _Take(gluon.HybridBlock):
+    def hybrid_forward(self, F, x, idx):
+        return F.take(x * 2, idx, mode="raise")
+
+
+def test_a_failing_call_in_a_bulk_names_its_operator_and_the_call_site():
+    net = _Take()
+    net.hybridize()
+    x = nd.ones((3, 2))
+    net(x, nd.array([0, 2])).wait_to_read()
+    line = sys._getframe().f_lineno + 1
+    y = net(x, nd.array([0, 5]))
+    with pytest.raises(IndexError) as ei:
+        y.asnumpy()
+    msg = str(ei.value)
+    assert "take" in msg and "out of bounds" in msg and f"test_hybridize.py:{line}" in msg, msg
+    assert "_bulk" not in msg, msg
+
+
+def test_bulk_execution_can_be_switched_off_as_in_mxnet(tmp_path):
+    code = (
+        "import json, ferromx as mx\n"
+        "from ferromx import gluon, nd\n"
+        "net = gluon.nn.HybridSequential()\n"
+        "net.add(gluon.nn.Dense(4, activation='relu', in_units=3), gluon.nn.Dense(2, in_units=4))\n"
+        "net.initialize(); net.hybridize(); x = nd.ones((1, 3)); net(x).wait_to_read()\n"
+        f"mx.profiler.set_config(filename={str(tmp_path / 't.json')!r}, profile_all=True)\n"
+        "mx.profiler.set_state('run'); net(x); nd.waitall(); mx.profiler.set_state('stop')\n"
+        "mx.profiler.dump()\n"
+        f"ev = json.load(open({str(tmp_path / 't.json')!r}))['traceEvents']\n"
+        "print(sorted({e.get('name', '') for e in ev if e.get('ph') in ('B', 'X')}))\n"
+    )
+    env = dict(os.environ, MXNET_EXEC_BULK_EXEC_INFERENCE="0")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    names = out.stdout.strip().splitlines()[-1]
+    assert "_bulk" not in names and "FullyConnected" in names, names

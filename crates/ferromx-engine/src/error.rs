@@ -32,16 +32,25 @@ pub struct OpFailure {
     pub kind: ErrorKind,
     /// Human readable message (should name shapes and values involved).
     pub message: String,
+    /// The operator that failed, when it is not the engine op itself: one call of
+    /// a bulk op (several operator calls run as one engine op) names itself here,
+    /// so the error names the user's operator rather than the bulk.
+    pub op: Option<String>,
 }
 
 impl OpFailure {
     /// A generic runtime failure.
     pub fn runtime(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::Runtime, message: message.into() }
+        Self { kind: ErrorKind::Runtime, message: message.into(), op: None }
     }
     /// A failure of the given kind.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self { kind, message: message.into(), op: None }
+    }
+    /// The same failure, attributed to operator `op` (see [`OpFailure::op`]).
+    pub fn in_op(mut self, op: impl Into<String>) -> Self {
+        self.op = Some(op.into());
+        self
     }
 }
 

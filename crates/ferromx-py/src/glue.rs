@@ -19,8 +19,17 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Call-site labels by (code object address, line).
+/// Call-site labels by (code object address, position in its bytecode).
+///
+/// Why the bytecode position and not the line: the line of a frame is computed
+/// by scanning its code object's line table (`PyFrame_GetLineNumber`), which
+/// took a quarter of the frontend's time in a hybridized MLP's forward. The
+/// position is a field read; the line is computed once per position.
 type LabelCache = HashMap<(usize, i32), Option<Arc<str>>>;
+
+/// Entries the label cache holds at most before it is cleared (a program that
+/// keeps compiling new code, `exec` in a loop, must not grow it without bound).
+const MAX_LABELS: usize = 1 << 16;
 
 thread_local! {
     static LABELS: RefCell<LabelCache> = RefCell::new(HashMap::new());
@@ -30,6 +39,40 @@ thread_local! {
 /// Whether a filename belongs to the ferromx package itself (its frames are skipped).
 fn is_internal(path: &str) -> bool {
     path.contains("/ferromx/") || path.contains("\\ferromx\\") || path.starts_with('<') && path.contains("frozen")
+}
+
+/// The short file name of a code object outside the ferromx package, `None` for
+/// ferromx's own code (cached by the code object's address).
+fn user_file(py: Python<'_>, code: *mut ffi::PyCodeObject) -> Option<Arc<str>> {
+    let key = code as usize;
+    INTERNAL.with(|m| {
+        if let Some(v) = m.borrow().get(&key) {
+            return v.clone();
+        }
+        // SAFETY: `code` is a live code object (the caller holds a reference) and we hold the GIL.
+        let obj = unsafe { Bound::<PyAny>::from_borrowed_ptr(py, code.cast()) };
+        let name: Option<String> = obj.getattr("co_filename").ok().and_then(|f| f.extract().ok());
+        let v = name.filter(|n| !is_internal(n)).map(|n| {
+            let short = n.rsplit(['/', '\\']).next().unwrap_or(&n).to_string();
+            Arc::<str>::from(short)
+        });
+        m.borrow_mut().insert(key, v.clone());
+        v
+    })
+}
+
+/// The position a frame executes in its code: the cache key of its label.
+#[cfg(Py_3_11)]
+fn frame_pos(frame: *mut ffi::PyFrameObject) -> i32 {
+    // SAFETY: `frame` is a live frame of this thread (see the module docs).
+    unsafe { ffi::PyFrame_GetLasti(frame) }
+}
+
+/// Before Python 3.11 there is no public accessor of the position: the line is the key.
+#[cfg(not(Py_3_11))]
+fn frame_pos(frame: *mut ffi::PyFrameObject) -> i32 {
+    // SAFETY: `frame` is a live frame of this thread (see the module docs).
+    unsafe { ffi::PyFrame_GetLineNumber(frame) }
 }
 
 /// `file.py:line` of the innermost frame outside the ferromx package.
@@ -44,25 +87,23 @@ pub fn call_site(py: Python<'_>) -> Option<Arc<str>> {
         let mut depth = 0;
         let result = loop {
             let code = ffi::PyFrame_GetCode(frame);
+            let fname = user_file(py, code);
             let key = code as usize;
-            let line = ffi::PyFrame_GetLineNumber(frame);
-            let fname: Option<Arc<str>> = INTERNAL.with(|m| {
-                if let Some(v) = m.borrow().get(&key) {
-                    return v.clone();
-                }
-                let obj = Bound::<PyAny>::from_borrowed_ptr(py, code.cast());
-                let name: Option<String> = obj.getattr("co_filename").ok().and_then(|f| f.extract().ok());
-                let v = name.filter(|n| !is_internal(n)).map(|n| {
-                    let short = n.rsplit(['/', '\\']).next().unwrap_or(&n).to_string();
-                    Arc::<str>::from(short)
-                });
-                m.borrow_mut().insert(key, v.clone());
-                v
-            });
             ffi::Py_DecRef(code.cast());
             if let Some(f) = fname {
+                let pos = frame_pos(frame);
                 let label = LABELS.with(|m| {
-                    m.borrow_mut().entry((key, line)).or_insert_with(|| Some(Arc::from(format!("{f}:{line}")))).clone()
+                    let mut m = m.borrow_mut();
+                    if let Some(v) = m.get(&(key, pos)) {
+                        return v.clone();
+                    }
+                    if m.len() >= MAX_LABELS {
+                        m.clear();
+                    }
+                    let line = ffi::PyFrame_GetLineNumber(frame);
+                    let v = Some(Arc::<str>::from(format!("{f}:{line}")));
+                    m.insert((key, pos), v.clone());
+                    v
                 });
                 break label;
             }

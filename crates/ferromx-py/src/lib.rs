@@ -12,6 +12,14 @@ mod profiler;
 mod pyop;
 mod table;
 
+/// The extension's allocator. Why not the system's: engine ops are built on the
+/// frontend thread and freed on a worker, so glibc's arenas took a lock on most
+/// frees and the two threads contended for it (a tenth of a small hybridized
+/// forward's time was futex calls inside malloc). mimalloc frees into per-thread
+/// heaps without that lock.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use convert::{engine_err, to_attrs, to_py_err, ErrorTypes, ERRORS};
 use ferromx::autograd;
 use ferromx::engine::Engine;
@@ -62,8 +70,21 @@ pub(crate) fn invoke_legacy(
     np: bool,
     reduction: bool,
 ) -> PyResult<Vec<ferromx::NDArray>> {
-    let lift = !np && (reduction || ins.iter().any(|x| x.as_ref().is_some_and(|x| x.ndim() > 0)));
     pre_push(py);
+    invoke_prepared(def, ins, attrs, np, reduction)
+}
+
+/// [`invoke_legacy`] after [`pre_push`] ran for this call (a plan prepares once for
+/// all its steps: they share the caller's line, and the engine's bound is checked per step
+/// by [`ndarray::throttle`]).
+pub(crate) fn invoke_prepared(
+    def: &'static ferromx::opdef::OpDef,
+    ins: &[Option<ferromx::NDArray>],
+    attrs: &ferromx::opdef::Attrs,
+    np: bool,
+    reduction: bool,
+) -> PyResult<Vec<ferromx::NDArray>> {
+    let lift = !np && (reduction || ins.iter().any(|x| x.as_ref().is_some_and(|x| x.ndim() > 0)));
     let outs = ferromx::opdef::invoke_def(def, ins, attrs).map_err(to_py_err)?;
     outs.into_iter().map(|o| legacy_shape(o, lift)).collect()
 }

@@ -66,11 +66,18 @@ pub fn legacy_shape(a: NDArray, lift: bool) -> PyResult<NDArray> {
 /// caller's `file:line` for error messages and the profiler.
 #[inline]
 pub fn pre_push(py: Python<'_>) {
+    throttle(py);
+    ferromx::storage::set_call_site(glue::call_site(py));
+}
+
+/// The back-pressure half of [`pre_push`]: waits, with the GIL released, while the
+/// engine is over its in-flight bound.
+#[inline]
+pub fn throttle(py: Python<'_>) {
     let e = Engine::global();
     if e.over_limit() {
         py.detach(|| e.throttle());
     }
-    ferromx::storage::set_call_site(glue::call_site(py));
 }
 
 /// Blocks on a ticket with the GIL released, waking every 20 ms to let

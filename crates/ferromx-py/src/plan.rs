@@ -8,8 +8,10 @@
 //! the same operator definitions, autograd recording, legacy shapes and array classes.
 
 use crate::convert::to_attrs;
-use crate::ndarray::{wrap_as, PyND};
-use crate::{invoke_legacy, is_reduction};
+use crate::ndarray::{pre_push, throttle, wrap_as, PyND};
+use crate::{invoke_prepared, is_reduction};
+use ferromx::engine::Engine;
+use ferromx::fusion::bulk;
 use ferromx::opdef::{find, Attrs, OpDef};
 use ferromx::NDArray;
 use pyo3::exceptions::PyValueError;
@@ -74,7 +76,17 @@ impl NativePlan {
         for (slot, a) in slots.iter_mut().zip(&arrays) {
             *slot = Some((a.a.clone(), a.np));
         }
-        for (s, done) in self.steps.iter().zip(&self.release) {
+        pre_push(py);
+        // The steps go to the engine as bulk ops (one per up to `bulk::MAX_CALLS`
+        // calls): a small graph's per-op engine cost was larger than its kernels.
+        let _bulk = bulk::allowed(ferromx::autograd::is_recording()).then(bulk::Bulk::begin);
+        for (k, (s, done)) in self.steps.iter().zip(&self.release).enumerate() {
+            if k > 0 && Engine::global().over_limit() {
+                // Hand the bulk over before releasing the GIL to wait: another
+                // thread may push while we wait, and must find our earlier steps.
+                bulk::flush();
+                throttle(py);
+            }
             let mut ins = Vec::with_capacity(s.ins.len());
             let mut np = false;
             for &i in &s.ins {
@@ -87,7 +99,7 @@ impl NativePlan {
                 ins.push(Some(a.clone()));
                 np |= *is_np;
             }
-            let outs = invoke_legacy(py, s.def, &ins, &s.attrs, np, s.reduction)?;
+            let outs = invoke_prepared(s.def, &ins, &s.attrs, np, s.reduction)?;
             for (k, o) in outs.into_iter().take(s.nout).enumerate() {
                 slots[s.out + k] = Some((o, np));
             }

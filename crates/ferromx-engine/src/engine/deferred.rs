@@ -1,4 +1,5 @@
-//! Work a frontend holds back (eager fusion's pending chain).
+//! Work a frontend holds back (eager fusion's pending chain, a bulk of
+//! operator calls collected on one thread).
 //!
 //! Why it lives in the engine: every push, wait and readiness query must hand
 //! held-back work over first, or the engine would see the frontend's ops out
@@ -6,12 +7,23 @@
 //! the engine calls it, at the cost of one relaxed load when nothing is held.
 
 use super::in_engine_op;
+use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 
 /// Set while some work is held back.
 static DEFERRED: AtomicBool = AtomicBool::new(false);
 static FLUSH_HOOK: OnceLock<fn()> = OnceLock::new();
+
+thread_local! {
+    /// Set while this thread holds work back that only it can hand over (a bulk).
+    static HELD_HERE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Marks that this thread holds back work of its own (`true`) or handed it over.
+pub fn set_held_here(pending: bool) {
+    HELD_HERE.with(|h| h.set(pending));
+}
 
 /// Installs the function that pushes held-back work (once per process).
 pub fn set_flush_hook(f: fn()) {
@@ -27,7 +39,7 @@ pub fn set_deferred(pending: bool) {
 /// operation (pushes from ops are never ordered against the frontend's).
 #[inline]
 pub fn flush_deferred() {
-    if DEFERRED.load(Ordering::Acquire) && !in_engine_op() {
+    if (DEFERRED.load(Ordering::Acquire) || HELD_HERE.with(Cell::get)) && !in_engine_op() {
         if let Some(f) = FLUSH_HOOK.get() {
             f();
         }

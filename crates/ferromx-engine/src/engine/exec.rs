@@ -108,7 +108,7 @@ impl Shared {
                         fail.map(|f| {
                             Arc::new(EngineError {
                                 kind: f.kind,
-                                op: op.name.to_string(),
+                                op: f.op.unwrap_or_else(|| op.name.to_string()),
                                 label: op.label.as_deref().map(str::to_string),
                                 message: f.message,
                             })

@@ -33,6 +33,7 @@
 //! `FERROMX_FUSION=0` turns it off (it is never on under `NaiveEngine`);
 //! [`set_enabled`] switches it at run time.
 
+pub mod bulk;
 mod exec;
 pub(crate) mod tile;
 
@@ -116,11 +117,23 @@ pub fn enabled() -> bool {
         2 => false,
         _ => {
             let off = std::env::var("FERROMX_FUSION").is_ok_and(|v| v.trim() == "0") || Engine::global().is_naive();
-            engine::set_flush_hook(flush);
+            ensure_hook();
             ENABLED.store(if off { 2 } else { 1 }, Ordering::Relaxed);
             !off
         }
     }
+}
+
+/// Installs the engine's flush hook (once): this thread's bulk first, then the chain.
+fn ensure_hook() {
+    engine::set_flush_hook(flush_all);
+}
+
+/// The engine's flush hook: hands over everything held back, this thread's bulk
+/// (newer than the chain: a bulk starts by flushing the chain) and the chain.
+fn flush_all() {
+    bulk::flush();
+    flush();
 }
 
 /// Turns eager fusion on or off for the whole process (pending work is flushed first).

@@ -78,6 +78,10 @@ pub fn push_call(call: OpCall) -> Result<()> {
             })
         }
     };
+    let call = match crate::fusion::bulk::try_add(call, f) {
+        Ok(()) => return Ok(()),
+        Err(call) => call,
+    };
     let call = match crate::fusion::try_defer(call) {
         Ok(()) => return Ok(()),
         Err(call) => call,
