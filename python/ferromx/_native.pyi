@@ -380,6 +380,10 @@ def load_mxnet(path: str, ctx: str = "cpu(0)", np: bool = False
     (None for none arrays) and names; raises for what it does not handle."""
 
 # -------------------------------------------------------------------- autograd
+def set_bulk_size(size: int) -> int:
+    """MXNet's engine.set_bulk_size for this thread; returns the previous size."""
+def bulk_pending() -> int:
+    """Operator calls this thread holds in a bulk, not yet pushed."""
 def set_fusion(on: bool | None = None) -> bool:
     """Switches eager fusion (returns the previous state; `None` only reads it)."""
 def fusion_pending() -> int:

@@ -1,8 +1,12 @@
 """``ferromx.engine``: engine settings and the implicit-blocker guard.
 
-``bulk``/``set_bulk_size`` are accepted for MXNet compatibility and do
-nothing: ferromx's engine has no bulk-execution mode (per-op cost is already
-well under MXNet's bulked cost).
+``bulk``/``set_bulk_size`` are MXNet's bulk execution: operator calls of this thread are
+pushed as engine ops of up to ``size`` calls each (one dependency-tracked op instead of
+``size``), which saves the per-op engine cost of long runs of small operators. Any read,
+wait or other push hands what was collected to the engine first, so results and their
+order are those of separate pushes; a failing call fails every array its bulk writes, as
+in MXNet. A hybridized block's forward is always bulked (``MXNET_EXEC_BULK_EXEC_INFERENCE``
+/ ``MXNET_EXEC_BULK_EXEC_TRAIN=0`` switch that off).
 """
 
 import atexit
@@ -12,19 +16,18 @@ from . import _native
 
 __all__ = ["bulk", "info", "is_naive", "push_py", "set_bulk_size"]
 
-_bulk_size = 0
-
 
 def set_bulk_size(size):
-    """Accepted for compatibility; returns the previous value. No effect."""
-    global _bulk_size
-    prev, _bulk_size = _bulk_size, int(size)
-    return prev
+    """Bulk this thread's operator calls in engine ops of up to ``size`` calls (0: off, the
+    default). Pushes what was collected first; returns the previous size."""
+    return _native.set_bulk_size(int(size))
 
 
 @contextlib.contextmanager
 def bulk(size):
-    """Accepted for compatibility; no effect."""
+    """``with engine.bulk(size):`` bulks the block's operator calls (see
+    :func:`set_bulk_size`); the previous size is restored, and the collected calls pushed,
+    on exit."""
     prev = set_bulk_size(size)
     try:
         yield

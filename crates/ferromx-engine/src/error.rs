@@ -36,20 +36,27 @@ pub struct OpFailure {
     /// a bulk op (several operator calls run as one engine op) names itself here,
     /// so the error names the user's operator rather than the bulk.
     pub op: Option<String>,
+    /// The call site of that operator, when it differs from the engine op's label.
+    pub label: Option<String>,
 }
 
 impl OpFailure {
     /// A generic runtime failure.
     pub fn runtime(message: impl Into<String>) -> Self {
-        Self { kind: ErrorKind::Runtime, message: message.into(), op: None }
+        Self { kind: ErrorKind::Runtime, message: message.into(), op: None, label: None }
     }
     /// A failure of the given kind.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), op: None }
+        Self { kind, message: message.into(), op: None, label: None }
     }
     /// The same failure, attributed to operator `op` (see [`OpFailure::op`]).
     pub fn in_op(mut self, op: impl Into<String>) -> Self {
         self.op = Some(op.into());
+        self
+    }
+    /// The same failure, pushed at `label` (see [`OpFailure::label`]).
+    pub fn at(mut self, label: Option<&str>) -> Self {
+        self.label = label.map(str::to_string);
         self
     }
 }

@@ -131,6 +131,19 @@ fn waitall(py: Python<'_>) -> PyResult<()> {
     wait_ticket(py, t)
 }
 
+/// MXNet's `engine.set_bulk_size(size)` for the calling thread: operator calls are
+/// pushed in bulk ops of up to `size` calls (0: off). Returns the previous size.
+#[pyfunction]
+fn set_bulk_size(size: usize) -> usize {
+    ferromx::fusion::bulk::set_size(size)
+}
+
+/// Operator calls this thread holds in a bulk, not yet pushed (tests).
+#[pyfunction]
+fn bulk_pending() -> usize {
+    ferromx::fusion::bulk::pending()
+}
+
 /// Eager fusion: `set_fusion(on)` switches it (returns the previous state;
 /// `None` only reads it). Pending work is flushed first.
 #[pyfunction]
@@ -332,6 +345,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<plan::NativePlan>()?;
     m.add_function(wrap_pyfunction!(invoke, m)?)?;
     m.add_function(wrap_pyfunction!(set_fusion, m)?)?;
+    m.add_function(wrap_pyfunction!(set_bulk_size, m)?)?;
+    m.add_function(wrap_pyfunction!(bulk_pending, m)?)?;
     m.add_function(wrap_pyfunction!(fusion_pending, m)?)?;
     m.add_function(wrap_pyfunction!(invoke_np, m)?)?;
     m.add_function(wrap_pyfunction!(autograd_graph, m)?)?;

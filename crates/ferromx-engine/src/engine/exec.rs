@@ -109,7 +109,7 @@ impl Shared {
                             Arc::new(EngineError {
                                 kind: f.kind,
                                 op: f.op.unwrap_or_else(|| op.name.to_string()),
-                                label: op.label.as_deref().map(str::to_string),
+                                label: f.label.or_else(|| op.label.as_deref().map(str::to_string)),
                                 message: f.message,
                             })
                         })

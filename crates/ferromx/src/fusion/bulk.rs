@@ -18,8 +18,8 @@
 
 use super::{ensure_hook, Engine};
 use crate::opdef::{KernelFn, OpCall};
+use crate::storage::BulkCall;
 use std::cell::RefCell;
-use std::sync::Arc;
 
 /// Calls a bulk collects at most before they are pushed (MXNet's default segment
 /// size for inference, `MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN`, is 15).
@@ -28,12 +28,42 @@ pub const MAX_CALLS: usize = 32;
 struct State {
     /// Nesting depth of live guards on this thread.
     depth: usize,
-    calls: Vec<(OpCall, KernelFn)>,
-    label: Option<Arc<str>>,
+    /// The imperative bulk size ([`set_size`]): 0 is off.
+    size: usize,
+    calls: Vec<BulkCall>,
+}
+
+impl State {
+    fn collecting(&self) -> bool {
+        self.depth > 0 || self.size > 0 && !Engine::global().is_naive()
+    }
+    /// Calls per bulk op: the imperative size when one is set, else [`MAX_CALLS`].
+    fn limit(&self) -> usize {
+        if self.size > 0 {
+            self.size
+        } else {
+            MAX_CALLS
+        }
+    }
 }
 
 thread_local! {
-    static STATE: RefCell<State> = const { RefCell::new(State { depth: 0, calls: Vec::new(), label: None }) };
+    static STATE: RefCell<State> =
+        const { RefCell::new(State { depth: 0, size: 0, calls: Vec::new() }) };
+}
+
+/// MXNet's `engine.set_bulk_size` for this thread: with `size > 0` every operator call
+/// this thread pushes is collected into bulk ops of up to `size` calls (MXNet bulks
+/// imperative operators the same way, and only when asked); 0 turns it off. What was
+/// collected is pushed first, as in MXNet. Returns the previous size. Under
+/// `NaiveEngine` the size is recorded but nothing is collected.
+pub fn set_size(size: usize) -> usize {
+    flush();
+    if size > 0 {
+        ensure_hook();
+        super::flush();
+    }
+    STATE.with(|s| std::mem::replace(&mut s.borrow_mut().size, size))
 }
 
 /// Whether bulk execution is allowed: not under `NaiveEngine` (each op runs as it
@@ -76,7 +106,7 @@ impl Drop for Bulk {
             s.depth -= 1;
             s.depth == 0
         });
-        if last {
+        if last && STATE.with(|s| s.borrow().size == 0) {
             flush();
         }
     }
@@ -91,15 +121,14 @@ pub(crate) fn try_add(call: OpCall, f: KernelFn) -> std::result::Result<(), OpCa
     }
     let full = STATE.with(|s| {
         let mut s = s.borrow_mut();
-        if s.depth == 0 {
+        if !s.collecting() {
             return Err(call);
         }
         if s.calls.is_empty() {
-            s.label = crate::storage::call_site();
             crate::engine::set_held_here(true);
         }
-        s.calls.push((call, f));
-        Ok(s.calls.len() >= MAX_CALLS)
+        s.calls.push((call, f, crate::storage::call_site()));
+        Ok(s.calls.len() >= s.limit())
     })?;
     if full {
         flush();
@@ -115,19 +144,16 @@ pub fn pending() -> usize {
 /// Pushes this thread's collected calls as one engine op (one call alone is
 /// pushed as itself); a no-op when none are collected.
 pub fn flush() {
-    let (calls, label) = STATE.with(|s| {
-        let mut s = s.borrow_mut();
-        (std::mem::take(&mut s.calls), s.label.take())
-    });
+    let calls = STATE.with(|s| std::mem::take(&mut s.borrow_mut().calls));
     if calls.is_empty() {
         return;
     }
     crate::engine::set_held_here(false);
     if calls.len() == 1 {
-        if let Some((call, f)) = calls.into_iter().next() {
+        if let Some((call, f, label)) = calls.into_iter().next() {
             crate::storage::push_op_call_deferred(call, f, label);
         }
         return;
     }
-    crate::storage::push_bulk(calls, label);
+    crate::storage::push_bulk(calls);
 }

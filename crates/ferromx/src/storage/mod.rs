@@ -17,6 +17,6 @@ pub use mapped::MappedFile;
 pub use pool::{pool_stats, release_pool, reset_pool_peaks, PoolStats};
 pub use raw::{call_site, set_call_site, Kernel};
 pub(crate) use raw::{
-    push_bulk, push_copy_out, push_fused, push_kernel, push_op_call, push_op_call_deferred, Chunk, View,
+    push_bulk, push_copy_out, push_fused, push_kernel, push_op_call, push_op_call_deferred, BulkCall, Chunk, View,
 };
 pub use simd::dispatch;

@@ -350,34 +350,38 @@ pub(crate) fn push_op_call_deferred(call: crate::opdef::OpCall, f: crate::opdef:
     Engine::global().push_deferred(op);
 }
 
+/// One call of a bulk: the call, its kernel and the call site that issued it.
+pub(crate) type BulkCall = (crate::opdef::OpCall, crate::opdef::KernelFn, Option<Arc<str>>);
+
 /// Pushes several operator calls as one engine op (a bulk): it reads what the
 /// calls read and writes what they write, and runs the calls in order on one
 /// worker. The first failing call ends it: its error, attributed to that call's
 /// operator, is the error of every array the bulk writes (later calls do not run).
 /// Held-back work: no back-pressure wait, no flush.
-pub(crate) fn push_bulk(calls: Vec<(crate::opdef::OpCall, crate::opdef::KernelFn)>, label: Option<Arc<str>>) {
+pub(crate) fn push_bulk(calls: Vec<BulkCall>) {
     let mut reads: SmallVec<[Var; 8]> = SmallVec::new();
     let mut writes: SmallVec<[Var; 8]> = SmallVec::new();
     let mut bytes = 0u64;
-    for (c, _) in &calls {
+    for (c, _, _) in &calls {
         let m = OpMeta::of(c.def.name, &c.inputs, &c.outputs);
         reads.extend(m.reads);
         writes.extend(m.writes);
         bytes += m.bytes;
     }
+    let label = calls.first().and_then(|c| c.2.clone());
     let device =
-        calls.first().map(|(c, _)| c.outputs.first().or(c.inputs.first()).map(|v| v.chunk.ctx).unwrap_or_default());
+        calls.first().map(|(c, _, _)| c.outputs.first().or(c.inputs.first()).map(|v| v.chunk.ctx).unwrap_or_default());
     let (name, detail): (std::borrow::Cow<'static, str>, Option<Arc<str>>) = if Engine::global().has_listeners() {
-        let names: Vec<&str> = calls.iter().map(|(c, _)| c.def.name).collect();
+        let names: Vec<&str> = calls.iter().map(|(c, _, _)| c.def.name).collect();
         let d = format!("bulk of {} calls: {}", names.len(), names.join(", "));
         (format!("_bulk({})", names.join(",")).into(), Some(Arc::from(d)))
     } else {
         (std::borrow::Cow::Borrowed("_bulk"), None)
     };
     let op = Op::new(name, move || {
-        for (call, f) in &calls {
+        for (call, f, site) in &calls {
             let k = Kernel { ins: &call.inputs, outs: &call.outputs, taken: Cell::new(0) };
-            f(call, &k).map_err(|e| if e.op.is_some() { e } else { e.in_op(call.def.name) })?;
+            f(call, &k).map_err(|e| if e.op.is_some() { e } else { e.in_op(call.def.name).at(site.as_deref()) })?;
         }
         Ok(())
     })
