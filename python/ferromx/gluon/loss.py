@@ -35,7 +35,13 @@ __all__ = [
 def _apply_weighting(loss, weight=None, sample_weight=None):
     """Multiply by ``sample_weight`` (broadcast) and by the scalar ``weight``."""
     if sample_weight is not None:
-        loss = loss * sample_weight
+        if _is_symbol(loss):
+            from .. import symbol
+
+            # broadcasting, as MXNet's ``F.broadcast_mul`` (a symbol's ``*`` is elementwise)
+            loss = symbol.broadcast_mul(loss, sample_weight)
+        else:
+            loss = loss * sample_weight
     if weight is not None:
         if not isinstance(weight, numbers.Number):
             raise ValueError("weight must be a number")
@@ -81,6 +87,8 @@ def _mean_except_batch(loss, batch_axis):
 
 def _sum_except_batch(loss, batch_axis):
     """Sum over every axis but ``batch_axis``."""
+    if _is_symbol(loss):
+        return loss.sum(axis=batch_axis, exclude=True)
     flat = _batch_first(loss, batch_axis)
     return loss if flat is None else flat.sum(axis=1)
 
@@ -200,6 +208,9 @@ class SoftmaxCrossEntropyLoss(Loss):
         self._from_logits = from_logits
 
     def hybrid_forward(self, F, pred, label, sample_weight=None):
+        if _is_symbol(pred):
+            # A symbol has no shape here: MXNet's composition, along the axis as given.
+            return self._composed(F, pred, label, self._axis, sample_weight)
         axis = self._axis % pred.ndim
         fused = self._sparse_label and not self._from_logits and axis == pred.ndim - 1
         if fused and pred.ndim == 2:
@@ -212,13 +223,19 @@ class SoftmaxCrossEntropyLoss(Loss):
             loss = F.softmax_ce_loss(rows, label.reshape((-1,)), axis=-1)
             loss = loss.reshape(pred.shape[:-1] + (1,))
         else:
-            if not self._from_logits:
-                pred = F.log_softmax(pred, axis=axis)
-            if self._sparse_label:
-                loss = -F.pick(pred, label, axis=axis, keepdims=True)
-            else:
-                label = _reshape_like(label, pred)
-                loss = -F.sum(pred * label, axis=axis, keepdims=True)
+            return self._composed(F, pred, label, axis, sample_weight)
+        loss = _apply_weighting(loss, self._weight, sample_weight)
+        return _mean_except_batch(loss, self._batch_axis)
+
+    def _composed(self, F, pred, label, axis, sample_weight):
+        """``log_softmax`` then ``pick`` (or the dense-label sum) along ``axis``."""
+        if not self._from_logits:
+            pred = F.log_softmax(pred, axis=axis)
+        if self._sparse_label:
+            loss = -F.pick(pred, label, axis=axis, keepdims=True)
+        else:
+            label = _reshape_like(label, pred)
+            loss = -F.sum(pred * label, axis=axis, keepdims=True)
         loss = _apply_weighting(loss, self._weight, sample_weight)
         return _mean_except_batch(loss, self._batch_axis)
 

@@ -318,10 +318,12 @@ class NDArrayIter(DataIter):
         self._axis = layout.find("N")
         self.num_data = self.data[0][1].shape[self._axis]
         for k, v in self.data + self.label:
-            if v.shape[self._axis] != self.num_data:
+            # As MXNet: longer inputs are fine (batches read their first examples only)
+            if v.shape[self._axis] < self.num_data:
                 raise ValueError(
-                    f"NDArrayIter: all inputs need {self.num_data} examples along axis "
-                    f"{self._axis}; {k} has shape {v.shape}")
+                    f"NDArrayIter: all inputs need at least {self.num_data} examples along "
+                    f"axis {self._axis} (as many as the first data array); {k} has shape "
+                    f"{v.shape}")
         self.idx = np.arange(self.num_data)
         self.shuffle = shuffle
         self.last_batch_handle = last_batch_handle

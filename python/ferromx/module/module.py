@@ -284,8 +284,8 @@ class Module(BaseModule):
         if isinstance(optimizer, str):
             batch = self._data_shapes[0][1][0]
             params.setdefault("rescale_grad", 1.0 / batch)
-            optimizer = _opt.create(optimizer, param_idx2name=dict(enumerate(self._param_names)),
-                                    **params)
+            optimizer = _opt.create(optimizer, sym=self._symbol,
+                                    param_idx2name=dict(enumerate(self._param_names)), **params)
         self._optimizer = optimizer
         self._updater = _opt.get_updater(optimizer)
         self.optimizer_initialized = True

@@ -1,6 +1,6 @@
 """Legacy ``nd`` operators composed of engine operators.
 
-``cumsum``, ``add_n``/``ElementWiseSum``, ``BlockGrad``/``stop_gradient``, ``MakeLoss`` and the
+``cumsum``, ``add_n``/``ElementWiseSum``, the
 ``*RegressionOutput``/``SoftmaxOutput`` losses (forward plus MXNet's fixed backward, through
 ``autograd.Function``), ``softmin``, ``space_to_depth``/``depth_to_space``,
 ``shape_array``/``size_array``, ``argmax_channel``, ``khatri_rao``, ``L2Normalization``,
@@ -19,13 +19,11 @@ from . import random as _rnd
 from .ndarray import NDArray
 
 __all__ = [
-    "BlockGrad",
     "ElementWiseSum",
     "L2Normalization",
     "LinearRegressionOutput",
     "LogisticRegressionOutput",
     "MAERegressionOutput",
-    "MakeLoss",
     "SVMOutput",
     "Softmax",
     "SoftmaxActivation",
@@ -55,7 +53,6 @@ __all__ = [
     "linalg_syrk",
     "linalg_trmm",
     "load_frombuffer",
-    "make_loss",
     "moments",
     "multi_all_finite",
     "multi_sum_sq",
@@ -92,7 +89,6 @@ __all__ = [
     "size_array",
     "softmin",
     "space_to_depth",
-    "stop_gradient",
     "true_divide",
     "uniform",
     "unravel_index",
@@ -148,14 +144,6 @@ def add_n(*args, out=None, name=None, num_args=None):
 ElementWiseSum = add_n
 
 
-def BlockGrad(data, out=None, name=None):
-    """``data`` with no gradient flowing back through it (a copy)."""
-    return _store(data.detach().copy(), out)
-
-
-stop_gradient = BlockGrad
-
-
 def identity(data, out=None, name=None):
     """A copy of ``data`` (gradient passes through)."""
     return _store(data.copy(), out)
@@ -179,28 +167,6 @@ class _FixedGrad(_ag.Function):
         return self._grad(out, *inputs)
 
 
-def MakeLoss(data, grad_scale=1.0, valid_thresh=0.0, normalization="null", out=None,
-             name=None):
-    """Marks ``data`` as a loss: forward is ``data``; backward gives ``grad_scale`` (divided by
-    the batch size for ``normalization='batch'``, by the count of elements above
-    ``valid_thresh`` for ``'valid'``), whatever the head gradient."""
-    if normalization not in ("null", "batch", "valid"):
-        raise ValueError(f"MakeLoss: normalization must be 'null', 'batch' or 'valid', got "
-                         f"{normalization!r}")
-
-    def grad(_out, x):
-        g = _nd().ones_like(x) * grad_scale
-        if normalization == "batch":
-            g = g / x.shape[0]
-        elif normalization == "valid":
-            cnt = (x > valid_thresh).sum()
-            g = g / _nd().maximum(cnt, 1.0)
-        return g
-
-    return _store(_FixedGrad(lambda x: x.copy(), grad)(data), out)
-
-
-make_loss = MakeLoss
 
 
 def _num_output(label):

@@ -86,6 +86,8 @@ class Optimizer:
         self.multi_precision = multi_precision
         self.aggregate_num = 0
         self.sym = sym
+        # MXNet's ``sym_info``: the graph's ``__lr_mult__``/``__wd_mult__`` attributes
+        self.sym_info = (sym.attr_dict(), sym.list_arguments()) if sym is not None else ()
         self.idx2name = dict(param_idx2name) if param_idx2name else {}
         self.param_dict = param_dict if param_dict else {}
         self.set_lr_mult({})
@@ -142,7 +144,16 @@ class Optimizer:
         """Set per-index or per-name learning-rate multipliers (Gluon uses "
         "``Parameter.lr_mult``)."""
         self.lr_mult = {}
+        self._from_symbol(self.lr_mult, "__lr_mult__")
         self.lr_mult.update(args_lr_mult)
+
+    def _from_symbol(self, mults, key):
+        """Multipliers the bound symbol's arguments carry as attribute ``key``."""
+        if self.sym_info:
+            attr, arg_names = self.sym_info
+            for name in arg_names:
+                if name in attr and key in attr[name]:
+                    mults[name] = float(attr[name][key])
 
     def set_wd_mult(self, args_wd_mult):
         """Set per-index or per-name weight-decay multipliers.
@@ -153,6 +164,7 @@ class Optimizer:
         for name in self.idx2name.values():
             if not (name.endswith(("_weight", "_gamma"))):
                 self.wd_mult[name] = 0.0
+        self._from_symbol(self.wd_mult, "__wd_mult__")
         self.wd_mult.update(args_wd_mult)
 
     def _set_current_context(self, device_id):

@@ -76,6 +76,9 @@ _OUTPUT_NAMES = {"BatchNorm": ["output", "mean", "var"], "LayerNorm": ["output",
 _TOTAL_OUTPUTS = {"BatchNorm": 3, "Dropout": 2, "LayerNorm": 3, "InstanceNorm": 3, "Pooling": 2}
 # Initializers MXNet gives auto-created auxiliary states.
 AUX_INIT = {"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'}
+# Initializers an operator gives a variable bound to one of its inputs when the variable has
+# none (MXNet's ``FSetInputVarAttrOnCompose``): PReLU's slope starts at 0.25.
+INPUT_INIT = {("LeakyReLU", "gamma"): '["Constant", {"value": 0.25}]'}
 
 
 def resolve(op):

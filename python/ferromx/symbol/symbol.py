@@ -544,6 +544,10 @@ def _apply(op, inputs, attrs, name, hint, attr=None, json_op=None):
                     va["__init__"] = _spec.AUX_INIT[in_name]
                 s = Symbol([(_Node(None, f"{name}_{in_name}", va), 0)])
             entries.append(_single(s, op))
+            init = _spec.INPUT_INIT.get((op, in_name))
+            var_node = entries[-1][0]
+            if init is not None and var_node.op is None and "__init__" not in var_node.attrs:
+                var_node.attrs["__init__"] = init
     node = _Node(op, name, node_attrs, entries, json_op)
     return Symbol([(node, i) for i in range(node.num_outputs())])
 
@@ -640,6 +644,7 @@ def _make_op(d, public):
                             "positional")
         for nm, v in zip(attr_names, rest):
             kwargs[nm] = v
+        _hidden_attrs(public, kwargs)
         _spec.check_attrs(op, public, kwargs)
         attrs = {k: _spec.attr_str(v) for k, v in kwargs.items() if v is not None}
         if not variadic:
@@ -651,6 +656,26 @@ def _make_op(d, public):
     fn.__name__ = fn.__qualname__ = public
     fn.__doc__ = _op_gen_doc(d, public)
     return fn
+
+
+# Keywords any operator takes as node attributes ``__<key>__`` (MXNet's hidden keys);
+# its auto-created inputs inherit them (``lr_mult=0`` freezes a layer's weight).
+_HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage",
+                "profiler_scope")
+
+
+def _hidden_attrs(public, kwargs):
+    """Rename hidden keys in ``kwargs`` to ``__key__``; ``<input>_lr_mult`` style keys are an
+    error, as in MXNet (set them on the input variable instead)."""
+    for key in list(kwargs):
+        for hidden in _HIDDEN_KEYS:
+            if key == hidden:
+                kwargs[f"__{key}__"] = kwargs.pop(key)
+            elif key.endswith("_" + hidden) and not key.startswith("__"):
+                var = key[:-len(hidden) - 1]
+                raise ValueError(f"{public}: setting variable attributes with {key} is not "
+                                 f"supported; use w = Variable({hidden}=...) and "
+                                 f"{public}({var}=w)")
 
 
 def _op_gen_doc(d, public):

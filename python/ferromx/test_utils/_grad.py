@@ -474,32 +474,46 @@ def check_gluon_hybridize_consistency(net_builder, data_l, numpy_func=None, test
 
 def compare_optimizer(opt1, opt2, shape, dtype, w_stype="default", g_stype="default",
                       rtol=1e-4, atol=1e-5, compare_states=True, ntensors=1):
-    """Run one update of two optimizers on the same random weights and gradients and assert
-    that the weights (and, if ``compare_states``, the states) agree. Dense storage only."""
+    """Run one update of two optimizers on the same weights and gradients (uniform in
+    [0, 1), drawn with ``mx.random`` on the engine, as MXNet does) and assert that the
+    weights (and, if ``compare_states``, the states) agree. Dense storage only.
+
+    ``shape`` a list: multi-tensor mode, ``opt2`` updates all ``ntensors`` arrays in one
+    ``update_multi_precision`` call and ``opt1`` updates them one by one.
+    """
     if w_stype != "default" or g_stype != "default":
         raise MXNetError("compare_optimizer: sparse storage is not supported (dense only)")
-    shapes = shape if ntensors > 1 else [shape]
-    w1 = [nd.array(np.random.uniform(-1, 1, s), dtype=dtype) for s in shapes]
-    g1 = [nd.array(np.random.uniform(-1, 1, s), dtype=dtype) for s in shapes]
-    w2 = [w.copy() for w in w1]
-    g2 = [g.copy() for g in g1]
-    idx = list(range(ntensors)) if ntensors > 1 else 0
-    if ntensors > 1:
-        s1 = [opt1.create_state_multi_precision(i, w) for i, w in zip(idx, w1)]
-        s2 = [opt2.create_state_multi_precision(i, w) for i, w in zip(idx, w2)]
-        opt1.update_multi_precision(idx, w1, g1, s1)
-        opt2.update_multi_precision(idx, w2, g2, s2)
-    else:
-        s1 = opt1.create_state_multi_precision(0, w1[0])
-        s2 = opt2.create_state_multi_precision(0, w2[0])
-        opt1.update_multi_precision(0, w1[0], g1[0], s1)
-        opt2.update_multi_precision(0, w2[0], g2[0], s2)
-        s1, s2 = [s1], [s2]
-    if compare_states:
-        for a, b in zip(s1, s2):
-            _compare_states(a, b, rtol, atol)
-    for a, b in zip(w1, w2):
-        assert_almost_equal(a, b, rtol=rtol, atol=atol)
+    ctx = default_context()
+
+    def draw(s):
+        return nd.random.uniform(shape=s, ctx=ctx, dtype=np.dtype(dtype).name)
+
+    if not isinstance(shape, list):
+        w2, g2 = draw(shape), draw(shape)
+        w1, g1 = w2.copy(), g2.copy()
+        s1 = opt1.create_state_multi_precision(0, w1)
+        s2 = opt2.create_state_multi_precision(0, w2)
+        if compare_states:
+            _compare_states(s1, s2, None, None)
+        opt1.update_multi_precision(0, w1, g1, s1)
+        opt2.update_multi_precision(0, w2, g2, s2)
+        if compare_states:
+            _compare_states(s1, s2, rtol, atol)
+        assert_almost_equal(w1, w2, rtol=rtol, atol=atol)
+        return
+    w1, g1 = [], []
+    for s in shape:
+        w1.append(draw(s))
+        g1.append(draw(s))
+    w2, g2 = [w.copy() for w in w1], [g.copy() for g in g1]
+    s2 = [opt2.create_state_multi_precision(0, w2[i]) for i in range(ntensors)]
+    opt2.update_multi_precision(list(range(ntensors)), w2, g2, s2)
+    for i in range(ntensors):
+        s1 = opt1.create_state_multi_precision(i, w1[i])
+        opt1.update_multi_precision(i, w1[i], g1[i], s1)
+        if compare_states:
+            _compare_states(s1, s2[i], rtol, atol)
+        assert_almost_equal(w1[i], w2[i], rtol=rtol, atol=atol)
 
 
 def _compare_states(a, b, rtol, atol):

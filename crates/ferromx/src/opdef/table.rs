@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 19] {
+fn families() -> [&'static [OpDef]; 21] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -29,6 +29,8 @@ fn families() -> [&'static [OpDef]; 19] {
         ops::random::DEFS,
         ops::image::DEFS,
         ops::sequence::DEFS,
+        ops::loss_head::DEFS,
+        ops::allclose::DEFS,
         ops::DEFS,
     ]
 }

@@ -4,12 +4,14 @@
 //! `cpu.rs` beside them. Every operator pushes its call to the engine and
 //! returns at once.
 
+pub mod allclose;
 pub mod binary;
 pub mod conv;
 pub mod creation;
 pub mod image;
 pub mod index;
 pub mod linalg;
+pub mod loss_head;
 pub mod nn;
 pub mod norm;
 pub mod optim;

@@ -27,7 +27,12 @@ pub struct UpdateParams {
 impl UpdateParams {
     #[inline(always)]
     fn grad(&self, g: f32) -> f32 {
-        let g = g * self.rescale_grad as f32;
+        self.clip(g * self.rescale_grad as f32)
+    }
+    /// `clip_gradient` applied to an already rescaled (and, for Adam and RMSProp, already
+    /// weight-decayed) gradient.
+    #[inline(always)]
+    fn clip(&self, g: f32) -> f32 {
         if self.clip_gradient >= 0.0 {
             let c = self.clip_gradient as f32;
             g.clamp(-c, c)
@@ -67,6 +72,8 @@ pub enum Update {
         gamma1: f64,
         /// ε
         epsilon: f64,
+        /// clamp the updated weight to ±this; negative: off
+        clip_weights: f64,
     },
     /// Centered RMSProp (Graves 2013; MXNet `rmspropalex_update`), states n, g, delta.
     RmsPropAlex {
@@ -76,6 +83,8 @@ pub enum Update {
         gamma2: f64,
         /// ε
         epsilon: f64,
+        /// clamp the updated weight to ±this; negative: off
+        clip_weights: f64,
     },
     /// AdaGrad.
     AdaGrad {
@@ -128,8 +137,10 @@ impl Update {
             Update::Sgd => vec![],
             Update::SgdMom { momentum } | Update::Nag { momentum } => vec![momentum],
             Update::Adam { beta1, beta2, epsilon } => vec![beta1, beta2, epsilon],
-            Update::RmsProp { gamma1, epsilon } => vec![gamma1, epsilon],
-            Update::RmsPropAlex { gamma1, gamma2, epsilon } => vec![gamma1, gamma2, epsilon],
+            Update::RmsProp { gamma1, epsilon, clip_weights } => vec![gamma1, epsilon, clip_weights],
+            Update::RmsPropAlex { gamma1, gamma2, epsilon, clip_weights } => {
+                vec![gamma1, gamma2, epsilon, clip_weights]
+            }
             Update::AdaGrad { epsilon } => vec![epsilon],
         };
         let mut v = vec![p.lr];
@@ -161,8 +172,8 @@ kernels! {
     sgd_mom_kernel => |o| Update::SgdMom { momentum: o[0] };
     nag_kernel => |o| Update::Nag { momentum: o[0] };
     adam_kernel => |o| Update::Adam { beta1: o[0], beta2: o[1], epsilon: o[2] };
-    rmsprop_kernel => |o| Update::RmsProp { gamma1: o[0], epsilon: o[1] };
-    rmspropalex_kernel => |o| Update::RmsPropAlex { gamma1: o[0], gamma2: o[1], epsilon: o[2] };
+    rmsprop_kernel => |o| Update::RmsProp { gamma1: o[0], epsilon: o[1], clip_weights: o[2] };
+    rmspropalex_kernel => |o| Update::RmsPropAlex { gamma1: o[0], gamma2: o[1], epsilon: o[2], clip_weights: o[3] };
     adagrad_kernel => |o| Update::AdaGrad { epsilon: o[0] };
 }
 
@@ -230,30 +241,32 @@ fn run(kind: Update, p: UpdateParams, k: &Kernel) -> std::result::Result<(), OpF
             let (m, v) = (k.output::<f32>(1), k.output::<f32>(2));
             let (b1, b2, eps) = (beta1 as f32, beta2 as f32, epsilon as f32);
             for i in 0..w.len() {
-                let gi = p.grad(g[i]) + wd * w[i];
+                // MXNet's AdamUpdateKernel: weight decay joins before clipping
+                let gi = p.clip(g[i] * p.rescale_grad as f32 + wd * w[i]);
                 m[i] = b1 * m[i] + (1.0 - b1) * gi;
                 v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
                 w[i] -= lr * m[i] / (v[i].sqrt() + eps);
             }
         }
-        Update::RmsProp { gamma1, epsilon } => {
+        Update::RmsProp { gamma1, epsilon, clip_weights } => {
             let n = k.output::<f32>(1);
             let (g1, eps) = (gamma1 as f32, epsilon as f32);
             for i in 0..w.len() {
-                let gi = p.grad(g[i]) + wd * w[i];
+                // as MXNet's RMSPropUpdateKernel: decay, then clip
+                let gi = p.clip(g[i] * p.rescale_grad as f32 + wd * w[i]);
                 n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
-                w[i] -= lr * gi / (n[i] + eps).sqrt();
+                w[i] = clip_weight(w[i] - lr * gi / (n[i] + eps).sqrt(), clip_weights);
             }
         }
-        Update::RmsPropAlex { gamma1, gamma2, epsilon } => {
+        Update::RmsPropAlex { gamma1, gamma2, epsilon, clip_weights } => {
             let (n, gm, d) = (k.output::<f32>(1), k.output::<f32>(2), k.output::<f32>(3));
             let (g1, g2, eps) = (gamma1 as f32, gamma2 as f32, epsilon as f32);
             for i in 0..w.len() {
-                let gi = p.grad(g[i]) + wd * w[i];
+                let gi = p.clip(g[i] * p.rescale_grad as f32 + wd * w[i]);
                 n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
                 gm[i] = (1.0 - g1) * gi + g1 * gm[i];
                 d[i] = g2 * d[i] - lr * gi / (n[i] - gm[i] * gm[i] + eps).sqrt();
-                w[i] += d[i];
+                w[i] = clip_weight(w[i] + d[i], clip_weights);
             }
         }
         Update::AdaGrad { epsilon } => {
@@ -278,6 +291,18 @@ const COMMON: [ParamDef; 4] = [
     param("clip_gradient", K::Float, Some("-1.0"), "Clip the rescaled gradient to ±this; negative: off."),
 ];
 const MOMENTUM: ParamDef = param("momentum", K::Float, Some("0.0"), "Momentum.");
+const CLIP_WEIGHTS: ParamDef =
+    param("clip_weights", K::Float, Some("-1.0"), "Clamp the updated weight to ±this; negative: off.");
+
+/// `w` clamped to `±c` (no clamp for negative `c`).
+#[inline(always)]
+fn clip_weight(w: f32, c: f64) -> f32 {
+    if c >= 0.0 {
+        w.clamp(-c as f32, c as f32)
+    } else {
+        w
+    }
+}
 const UPDATE: Grad = Grad::None("an in-place optimizer update");
 
 fn forward_update(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
@@ -292,10 +317,17 @@ fn forward_update(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
         "sgd_mom_update" => Update::SgdMom { momentum: i.f64("momentum")? },
         "nag_mom_update" => Update::Nag { momentum: i.f64("momentum")? },
         "adam_update" => Update::Adam { beta1: i.f64("beta1")?, beta2: i.f64("beta2")?, epsilon: i.f64("epsilon")? },
-        "rmspropalex_update" => {
-            Update::RmsPropAlex { gamma1: i.f64("gamma1")?, gamma2: i.f64("gamma2")?, epsilon: i.f64("epsilon")? }
-        }
-        "rmsprop_update" => Update::RmsProp { gamma1: i.f64("gamma1")?, epsilon: i.f64("epsilon")? },
+        "rmspropalex_update" => Update::RmsPropAlex {
+            gamma1: i.f64("gamma1")?,
+            gamma2: i.f64("gamma2")?,
+            epsilon: i.f64("epsilon")?,
+            clip_weights: i.f64("clip_weights")?,
+        },
+        "rmsprop_update" => Update::RmsProp {
+            gamma1: i.f64("gamma1")?,
+            epsilon: i.f64("epsilon")?,
+            clip_weights: i.f64("clip_weights")?,
+        },
         _ => Update::AdaGrad { epsilon: i.f64("epsilon")? },
     };
     let w = i.x(0)?;
@@ -333,12 +365,14 @@ updates! {
     ] &[0, 2, 3], "Adam, in place (bias correction is the caller's, as in MXNet).";
     "rmsprop_update" rmsprop_kernel ["weight", "grad", "n"] [
         param("gamma1", K::Float, Some("0.95"), "Decay of the squared-gradient average."),
-        param("epsilon", K::Float, Some("1e-08"), "Added to the denominator.")
+        param("epsilon", K::Float, Some("1e-08"), "Added to the denominator."),
+        CLIP_WEIGHTS
     ] &[0, 2], "RMSProp, in place.";
     "rmspropalex_update" rmspropalex_kernel ["weight", "grad", "n", "g", "delta"] [
         param("gamma1", K::Float, Some("0.95"), "Decay of the squared-gradient average."),
         param("gamma2", K::Float, Some("0.9"), "Momentum of the update."),
-        param("epsilon", K::Float, Some("1e-08"), "Added to the denominator.")
+        param("epsilon", K::Float, Some("1e-08"), "Added to the denominator."),
+        CLIP_WEIGHTS
     ] &[0, 2, 3, 4], "Centered RMSProp (Graves), in place.";
     "adagrad_update" adagrad_kernel ["weight", "grad", "history"] [
         param("epsilon", K::Float, Some("1e-07"), "Added to the denominator.")

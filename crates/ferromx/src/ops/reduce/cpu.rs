@@ -213,6 +213,42 @@ pub(super) fn argmax_kernel(c: &OpCall, k: &Kernel) -> KResult {
 
 /// The kernel of `norm`: `|x|` (ord 1) or `x²` (ord 2, then a square root)
 /// summed in float64 over the masked axes.
+/// `sum |v|` (`ord` 1) or `sum v²` of a contiguous slice in float64, eight lanes at a time.
+fn norm_slice<T: Elem>(x: &[T], ord: i64) -> f64 {
+    let mut acc = [0f64; 8];
+    let chunks = x.chunks_exact(8);
+    let tail = chunks.remainder();
+    if ord == 1 {
+        for c in chunks {
+            for (a, v) in acc.iter_mut().zip(c) {
+                *a += v.to_f64().abs();
+            }
+        }
+        acc.iter().sum::<f64>() + tail.iter().map(|v| v.to_f64().abs()).sum::<f64>()
+    } else {
+        for c in chunks {
+            for (a, v) in acc.iter_mut().zip(c) {
+                let v = v.to_f64();
+                *a += v * v;
+            }
+        }
+        acc.iter().sum::<f64>() + tail.iter().map(|v| v.to_f64() * v.to_f64()).sum::<f64>()
+    }
+}
+
+/// A norm over every element: chunks shared by this worker and rayon helpers (`fanout`),
+/// combined in chunk order (deterministic for a given thread count).
+fn norm_all<T: Elem>(x: &[T], ord: i64) -> f64 {
+    let threads = rayon::current_num_threads().max(1);
+    let chunk = x.len().div_ceil(threads * 2).max(1);
+    let parts: Vec<parking_lot::Mutex<f64>> =
+        (0..x.len().div_ceil(chunk)).map(|_| parking_lot::Mutex::new(0.0)).collect();
+    crate::storage::fanout(parts.len(), threads - 1, &|i| {
+        *parts[i].lock() = norm_slice(&x[i * chunk..((i + 1) * chunk).min(x.len())], ord);
+    });
+    parts.into_iter().map(|p| p.into_inner()).sum()
+}
+
 pub(super) fn norm_kernel(c: &OpCall, k: &Kernel) -> KResult {
     let (ord, mask) = (c.ints[0], c.ints[1]);
     let ishape = k.in_shape(0).clone();
@@ -222,7 +258,9 @@ pub(super) fn norm_kernel(c: &OpCall, k: &Kernel) -> KResult {
     let mut acc = vec![0f64; keep.iter().product()];
     with_dtype!(k.in_dtype(0), T, {
         let x = k.input::<T>(0);
-        if !x.is_empty() {
+        if acc.len() == 1 && x.len() >= 1 << 16 {
+            acc[0] = norm_all(x, ord);
+        } else if !x.is_empty() {
             crate::shape::for_each_strided(&ishape, &strides, 0, x.len(), |xi, oi| {
                 let v = x[xi].to_f64();
                 acc[oi] += if ord == 1 { v.abs() } else { v * v };
