@@ -85,3 +85,24 @@ def test_profiler_reports_custom_operators_in_their_domain(prof):
                 "ConfAddOne::_zeros"):
         assert custom[key]["Count"] == 1, (key, sorted(custom))
     assert any(k.startswith("ConfAddOne::") and "_plus_scalar" in k for k in custom), custom
+
+
+def test_internal_slice_assign_matches_mxnet():
+    # values recorded from MXNet 1.9.1 (nd._internal._slice_assign[_scalar])
+    x = nd.arange(24).reshape((2, 3, 4))
+    got = nd._internal._slice_assign_scalar(x, scalar=-1, begin=(None, 1), end=(None, None),
+                                            step=(None, 2))
+    want = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    want[:, 1] = -1
+    np.testing.assert_array_equal(got.asnumpy(), want)
+    got = nd._internal._slice_assign(x, nd.zeros((1, 2, 2)), begin=(1, 0, 1), end=(2, 3, None),
+                                     step=(1, 2, 2))
+    want = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    want[1, 0:3:2, 1::2] = 0
+    np.testing.assert_array_equal(got.asnumpy(), want)
+    assert x.asnumpy().sum() == 276  # no out=: the data is not written
+    nd._internal._crop_assign(x, nd.zeros((2, 1, 3)), begin=(0, 0, 0), end=(2, 1, 3), out=x)
+    assert x.asnumpy()[:, 0, :3].sum() == 0 and x.asnumpy().sum() == 276 - (0 + 1 + 2) - (12 + 13 + 14)
+    with pytest.raises(ValueError, match="_slice_assign"):
+        nd._internal._slice_assign(x, nd.zeros((2, 2)), begin=(0,), end=(1,))
+    assert nd._internal._plus_scalar(nd.ones((2,)), scalar=2).asnumpy().tolist() == [3, 3]
