@@ -106,3 +106,27 @@ def test_internal_slice_assign_matches_mxnet():
     with pytest.raises(ValueError, match="_slice_assign"):
         nd._internal._slice_assign(x, nd.zeros((2, 2)), begin=(0,), end=(1,))
     assert nd._internal._plus_scalar(nd.ones((2,)), scalar=2).asnumpy().tolist() == [3, 3]
+
+
+def test_np_array_keeps_the_dtype_of_numpy_scalars():
+    # MXNet 1.9.1: np.array(obj) keeps obj.dtype when obj has one (NumPy scalars too)
+    from ferromx import np as mnp
+
+    for src, want in [(np.float64(2.0), "float64"), (np.int8(3), "int8"), (np.bool_(True), "bool"),
+                      (2.0, "float32"), (np.float32(1), "float32")]:
+        a = mnp.array(src)
+        assert a.dtype == np.dtype(want) and a.shape == (), (src, a.dtype)
+    assert mnp.array(np.float64(2.5)).item() == 2.5
+
+
+@pytest.mark.parametrize("pvals", [[0.2, 0.8], []])
+@pytest.mark.parametrize("size", [0, (0, 2), (4, 0, 2)])
+def test_np_multinomial_zero_size(pvals, size):
+    # MXNet 1.9.1 shapes: size + (len(pvals),), int64, nothing drawn
+    from ferromx import np as mnp
+
+    r = mnp.random.multinomial(10000, pvals, size=size)
+    want = ((size,) if isinstance(size, int) else size) + (len(pvals),)
+    assert r.shape == want and r.dtype == np.int64 and r.size == 0
+    if not pvals:
+        assert mnp.random.multinomial(100, pvals).shape == (0,)
