@@ -130,3 +130,25 @@ def test_np_multinomial_zero_size(pvals, size):
     assert r.shape == want and r.dtype == np.int64 and r.size == 0
     if not pvals:
         assert mnp.random.multinomial(100, pvals).shape == (0,)
+
+
+def test_cached_op_runs_a_symbol_and_records_it():
+    # test_ndarray.py::test_cached: Convolution(ones, ones 3x3x4) + bias + 2 = 36 + 1 + 2
+    sym = mx.sym.Convolution(kernel=(3, 3), num_filter=10) + 2
+    op = nd.CachedOp(sym)
+    data, weight, bias = nd.ones((3, 4, 10, 10)), nd.ones((10, 4, 3, 3)), nd.ones((10,))
+    o1 = op(data, weight, bias)
+    assert o1.shape == (3, 10, 8, 8)
+    np.testing.assert_allclose(o1.asnumpy(), np.full((3, 10, 8, 8), 39.0))
+    bias[:] = 2
+    o2 = nd.zeros(o1.shape)
+    op(data, weight, bias, out=o2)
+    np.testing.assert_allclose(o2.asnumpy(), o1.asnumpy() + 1)
+    weight.attach_grad()
+    with mx.autograd.record():
+        o = op(data, weight, bias) * 2
+    o.backward()
+    # d(sum 2*conv)/dweight: each weight tap sees 3 images x 8x8 positions of ones, x2
+    np.testing.assert_allclose(weight.grad.asnumpy(), np.full((10, 4, 3, 3), 2 * 3 * 64.0))
+    with pytest.raises(ValueError, match="CachedOp: expected 3 inputs"):
+        op(data, weight)
