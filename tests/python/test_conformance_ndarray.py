@@ -152,3 +152,198 @@ def test_cached_op_runs_a_symbol_and_records_it():
     np.testing.assert_allclose(weight.grad.asnumpy(), np.full((10, 4, 3, 3), 2 * 3 * 64.0))
     with pytest.raises(ValueError, match="CachedOp: expected 3 inputs"):
         op(data, weight)
+
+
+# MXNet 1.9.1: nd.array([[1.5, 2], [3, 4]], dtype='float64').__getstate__()['handle']
+_F64_STATE = (b"\xc9\xfa\x93\xf9\x00\x00\x00\x00\x02\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00"
+              b"\x02\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x01\x00\x00\x00"
+              b"\x00\x00\x00\x00\x00\x00\xf8?\x00\x00\x00\x00\x00\x00\x00@\x00\x00\x00\x00\x00"
+              b"\x00\x08@\x00\x00\x00\x00\x00\x00\x10@")
+# MXNet 1.9.1: nd.arange(1, ctx=gpu()).__getstate__()['handle'] (dev_type 2)
+_GPU_STATE = (b"\xc9\xfa\x93\xf9\x00\x00\x00\x00\x01\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00"
+              b"\x02\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00")
+
+
+def test_getstate_is_mxnets_record_and_setstate_replaces_the_array():
+    a = nd.array([[1.5, 2], [3, 4]], dtype="float64")
+    assert a.__getstate__() == {"handle": bytearray(_F64_STATE)}
+    b = nd.zeros((3,))
+    b.__setstate__({"handle": bytearray(_F64_STATE)})
+    assert b.shape == (2, 2) and b.dtype == np.float64
+    np.testing.assert_array_equal(b.asnumpy(), [[1.5, 2], [3, 4]])
+    # a GPU-saved array loads on the CPU (test_load_saved_gpu_array_when_no_gpus_are_present)
+    c = nd.arange(1)
+    c.__setstate__({"handle": bytearray(_GPU_STATE)})
+    assert c.context == mx.cpu() and c.asnumpy().tolist() == [0.0]
+    with pytest.raises(ValueError, match="__setstate__"):
+        c.__setstate__({})
+
+
+def _zero_grads(f, *shapes):
+    xs = [nd.ones(s) for s in shapes]
+    for x in xs:
+        x.attach_grad()
+    with mx.autograd.record():
+        out = f(*xs)
+    out.backward()
+    return [x.grad.asnumpy() for x in xs]
+
+
+@pytest.mark.parametrize("f", [
+    lambda x, y: nd.broadcast_greater(x, y),
+    lambda x, y: nd.greater(x, y),
+    lambda x, y: nd.broadcast_logical_and(x, y),
+    lambda x, y: nd.broadcast_equal(x, y) + x * 0,
+])
+def test_named_comparisons_have_zero_gradients(f):
+    # MXNet 1.9.1: comparisons and logical operators record zero gradients (all forms)
+    for g in _zero_grads(f, (2, 3), (1, 3)):
+        assert not g.any()
+
+
+def test_scalar_comparison_and_hybridized_comparison_have_zero_gradients():
+    assert not _zero_grads(lambda x: nd._internal._greater_scalar(x, scalar=0.5), (4,))[0].any()
+    from ferromx.gluon import HybridBlock
+
+    class Gt(HybridBlock):
+        def hybrid_forward(self, F, x, y):
+            return x > y
+
+    blk = Gt()
+    blk.hybridize()
+    gx, gy = _zero_grads(blk, (3,), (3,))
+    assert gx.tolist() == [0, 0, 0] and gy.tolist() == [0, 0, 0]
+
+
+def test_setitem_under_record_follows_mxnet():
+    from ferromx.base import MXNetError
+
+    y = nd.array([1.0, 2.0, 3.0])
+    y.attach_grad()
+    # a value of the graph into part of an array: MXNet's in-place error
+    x = nd.zeros((2, 3))
+    with pytest.raises(MXNetError, match=r"Inplace operations \(\+=, -=, x\[:\]=, etc\)"), \
+            mx.autograd.record():
+        x[1] = y
+    # writing into an array of the graph: MXNet's "already in a computational graph"
+    with pytest.raises(MXNetError, match="already in a computational graph"), \
+            mx.autograd.record():
+        y[0] = 1
+    # whole-array keys are a recorded copy: MXNet 1.9.1 gives y.grad = [5, 7, 9]
+    for key in (slice(None), Ellipsis, None):
+        x = nd.zeros((2, 3))
+        with mx.autograd.record():
+            x[key] = y
+            z = (x * nd.array([[1, 2, 3], [4, 5, 6]])).sum()
+        z.backward()
+        assert y.grad.asnumpy().tolist() == [5, 7, 9], key
+        assert x.asnumpy().tolist() == [[1, 2, 3], [1, 2, 3]]
+    # constants and values outside the graph are written as usual (MXNet 1.9.1 values)
+    x = nd.zeros((2, 3))
+    with mx.autograd.record():
+        x[0] = 5
+        x[1, 1:] = nd.array([7, 8])
+    assert x.asnumpy().tolist() == [[5, 5, 5], [0, 7, 8]]
+
+
+def test_contiguous_basic_selections_are_views():
+    # MXNet 1.9.1 (test_basic_indexing_is_contiguous): a contiguous selection is a view
+    x = nd.arange(6 * 7 * 8).reshape((6, 7, 8))
+    is_contig = nd.NDArray._basic_indexing_slice_is_contiguous
+    for key in [(slice(0, 1), slice(2, 5), slice(None)), (slice(None, None, 20), slice(1, 4),
+                                                          slice(None)),
+                (slice(2, 3), slice(4, 5), slice(1, 6))]:
+        assert is_contig(key, x.shape) == np.arange(6 * 7 * 8).reshape(6, 7, 8)[key].flags.c_contiguous
+        y = x.copy()
+        v = y[key]
+        v[:] = -1
+        assert (y[key].asnumpy() == -1).all() and (y.asnumpy() == -1).sum() == v.size
+    assert not is_contig((slice(None), slice(0, 2), slice(None)), x.shape)
+    assert is_contig((slice(0, 0), slice(None), slice(None, None, 2)), x.shape)
+
+
+def test_broadcast_like_refuses_empty_axes():
+    from ferromx.base import MXNetError
+
+    # MXNet 1.9.1: "Empty axes tuple is not allowed"
+    with pytest.raises((MXNetError, ValueError), match="broadcast_like"):
+        nd.broadcast_like(nd.ones((1, 2)), nd.ones((3, 2)), lhs_axes=(), rhs_axes=()).wait_to_read()
+    assert nd.broadcast_like(nd.ones((1, 2)), nd.ones((3, 2)), lhs_axes=(0,), rhs_axes=(0,)).shape \
+        == (3, 2)
+
+
+@pytest.mark.parametrize("key", [
+    (1, [2, 3], np.array([[3], [0]], dtype="int32")),
+    (1, [2, 3], np.array([[5], [0]], dtype="int32"), slice(2, 5)),
+    (1, [2], np.array([[3]], dtype="int32"), slice(None, None, -1)),
+    ([[[[1]]]], [[1]], slice(0, 3), [1, 5]),
+    (slice(1, 3), [1, 2], [3, 4]),
+    (slice(None), [1, 2], 2, slice(0, 4, 2)),
+])
+def test_mixed_advanced_getitem_is_recorded(key):
+    # values and gradients as NumPy's (test_ndarray.py::test_ndarray_indexing, getitem
+    # under autograd): ints among index arrays, arrays then slices, arrays split by slices
+    xn = np.arange(4 * 5 * 6 * 7, dtype=np.float32).reshape(4, 5, 6, 7)
+    x = nd.array(xn)
+    x.attach_grad()
+    with mx.autograd.record():
+        y = x[key]
+    y.backward()
+    np.testing.assert_array_equal(y.asnumpy(), xn[key])
+    want = np.zeros_like(xn)
+    np.add.at(want, key, 1)
+    np.testing.assert_array_equal(x.grad.asnumpy(), want)
+
+
+def test_inplace_operators_under_record_follow_mxnet():
+    from ferromx.base import MXNetError
+
+    y = nd.ones((3,))
+    y.attach_grad()
+    x = nd.zeros((3,))
+    with pytest.raises(MXNetError, match="Inplace operations"), mx.autograd.record():
+        x += y
+    with pytest.raises(MXNetError, match="already in a computational graph"), \
+            mx.autograd.record():
+        y *= 2
+    with pytest.raises(MXNetError, match="already in a computational graph"), \
+            mx.autograd.record():
+        z = y * 2
+        z += 1
+    with mx.autograd.record():
+        x += 1  # constants only: nothing to record, MXNet allows it
+    assert x.asnumpy().tolist() == [1, 1, 1]
+    # out= under record is a recorded copy (MXNet records the operator into out)
+    out = nd.zeros((3,))
+    with mx.autograd.record():
+        nd.relu(y * 3, out=out)
+        s = (out * 2).sum()
+    s.backward()
+    assert y.grad.asnumpy().tolist() == [6, 6, 6]
+
+
+def test_cast_to_int_passes_the_gradient_and_np_hybrid_comparisons_are_bool():
+    # MXNet 1.9.1: the gradient through Cast to int32/bool is the head gradient cast back
+    x = nd.array([1.5, 2.5])
+    x.attach_grad()
+    with mx.autograd.record():
+        y = nd.cast(x, dtype="int32")
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [1, 1]
+    from ferromx import np as mnp
+    from ferromx.gluon import HybridBlock
+
+    class Gt(HybridBlock):
+        def hybrid_forward(self, F, a, b):
+            return a > b
+
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        blk = Gt()
+        blk.hybridize()
+        a, b = mnp.array([1.0, 3.0]), mnp.array([2.0, 2.0])
+        a.attach_grad()
+        with mx.autograd.record():
+            out = blk(a, b)
+        out.backward()
+        assert out.dtype == np.bool_ and out.asnumpy().tolist() == [False, True]
+        assert a.grad.asnumpy().tolist() == [0, 0]
