@@ -56,7 +56,7 @@ _lock = threading.RLock()
 _pending = []  # trace events not yet written by dump()
 # aggregate statistics, kept across dump() until dumps(reset=True) / events(reset=True):
 # {"operator"|"wait"|"domain": {key: [count, total_ms, min_ms, max_ms]}, "counter": {key: [...]}}
-_agg = {"operator": {}, "wait": {}, "domain": {}, "counter": {}}
+_agg = {"operator": {}, "wait": {}, "domain": {}, "counter": {}, "mx_operator": {}}
 _PROCESSES = ("worker", "server")
 
 
@@ -154,13 +154,19 @@ def _fold(e):
         return
     if e["ph"] != "X" or e["cat"] == "counter":
         return
-    if e["cat"] == "operator":
-        table, key = _agg["operator"], e["name"]
-    elif e["cat"] == "wait":
-        table, key = _agg["wait"], e["args"].get("site", e["name"])
-    else:
-        table, key = _agg["domain"], (e["cat"], e["name"])
     dur = e["dur"] / 1000.0
+    if e["cat"] == "operator":
+        _add(_agg["operator"], e["name"], dur)
+        steps = _fused_steps(e["name"])
+        for step in steps:
+            _add(_agg["mx_operator"], step, dur / len(steps))
+    elif e["cat"] == "wait":
+        _add(_agg["wait"], e["args"].get("site", e["name"]), dur)
+    else:
+        _add(_agg["domain"], (e["cat"], e["name"]), dur)
+
+
+def _add(table, key, dur):
     s = table.setdefault(key, [0, 0.0, float("inf"), 0.0])
     s[0] += 1
     s[1] += dur
@@ -168,12 +174,66 @@ def _fold(e):
     s[3] = max(s[3], dur)
 
 
+def _fused_steps(name):
+    """The operator calls one engine op ran: a fused elementwise chain
+    (``_fused(a,b,...)``) ran each of its calls, any other op only itself."""
+    if name.startswith("_fused(") and name.endswith(")"):
+        steps = [n for n in name[len("_fused("):-1].split(",") if n]
+        if steps:
+            return steps
+    return [name]
+
+
+# Python custom operators (``mx.operator``): their engine ops are named ``Custom:<op_type>``
+# and ``Custom:<op_type>:backward``; MXNet reports them, and every operator run inside
+# them, in its "Custom Operator" domain as ``<op_type>::pure_python`` and
+# ``<op_type>::<operator>`` (``_backward_<op_type>`` for the backward).
+_CUSTOM_CAT = "Custom Operator"
+
+
+def _custom_prefix(name):
+    if not name.startswith("Custom:"):
+        return None
+    rest = name[len("Custom:"):]
+    if rest.endswith(":backward"):
+        return "_backward_" + rest[: -len(":backward")]
+    return rest
+
+
+def _attribute_custom(batch):
+    """Renames, in one drained batch, the custom operators' engine ops and the operators
+    that ran inside them (on the same worker thread, within their span) to MXNet's
+    "Custom Operator" names."""
+    spans = []
+    for e in batch:
+        if e["ph"] == "X" and e["cat"] == "operator":
+            prefix = _custom_prefix(e["name"])
+            if prefix is not None:
+                spans.append((e["thread"], e["ts"], e["ts"] + e["dur"], prefix, e))
+    if not spans:
+        return
+    for e in batch:
+        if e["ph"] != "X" or e["cat"] != "operator":
+            continue
+        own = [s for s in spans if s[4] is e]
+        if own:
+            e["name"], e["cat"] = f"{own[0][3]}::pure_python", _CUSTOM_CAT
+            continue
+        inside = [s for s in spans if s[0] == e["thread"] and s[1] <= e["ts"]
+                  and e["ts"] + e["dur"] <= s[2]]
+        if inside:
+            innermost = min(inside, key=lambda s: s[2] - s[1])
+            e["name"], e["cat"] = f"{innermost[3]}::{e['name']}", _CUSTOM_CAT
+
+
 def _drain():
     """Moves the native (engine) events into the pending trace and the aggregate stats."""
     with _lock:
-        for ph, name, cat, thread, ts, dur, args in _native.profiler_events(True):
-            e = {"ph": ph, "name": name, "cat": cat, "thread": thread, "ts": ts, "dur": dur,
-                 "args": json.loads(args) if args else {}}
+        batch = [{"ph": ph, "name": name, "cat": cat, "thread": thread, "ts": ts, "dur": dur,
+                  "args": json.loads(args) if args else {}}
+                 for ph, name, cat, thread, ts, dur, args in _native.profiler_events(True)]
+        _attribute_custom(batch)
+        for e in batch:
             _pending.append(e)
             _fold(e)
 
@@ -290,7 +350,7 @@ def _mx_row(c, t, mn, mx):
     return {"Count": c, "Total": t, "Min": mn, "Max": mx, "Avg": t / c}
 
 
-def _stats_json(ops, waits, domains, counters, order=None):
+def _stats_json(ops, waits, domains, counters, order=None, mx_ops=None):
     def row(c, t, mn, mx):
         return {"count": c, "total_ms": t, "min_ms": mn, "max_ms": mx, "mean_ms": t / c}
 
@@ -308,7 +368,8 @@ def _stats_json(ops, waits, domains, counters, order=None):
         "counters": cnt,
         # MXNet's layout (sorted by ``sort_by``): Time per domain, Memory (ferromx keeps no
         # memory statistics, so it is empty) and the units.
-        "Time": _mx_time(ops, domains, order or (lambda d: list(d.items()))),
+        "Time": _mx_time(ops if mx_ops is None else mx_ops, domains,
+                         order or (lambda d: list(d.items()))),
         "Memory": {},
         "Unit": {"Time": "ms", "Memory": "kB"},
     })
@@ -339,6 +400,7 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):
     with _lock:
         ops, waits = dict(_agg["operator"]), dict(_agg["wait"])
         domains, counters = dict(_agg["domain"]), dict(_agg["counter"])
+        mx_ops = dict(_agg["mx_operator"])
         if reset:
             _reset_agg()
     k = _SORT_KEYS[sort_by]
@@ -348,7 +410,7 @@ def dumps(reset=False, format="table", sort_by="total", ascending=False):
                       else kv[1][k], reverse=not ascending)
 
     if format == "json":
-        return _stats_json(ops, waits, domains, counters, order)
+        return _stats_json(ops, waits, domains, counters, order, mx_ops)
     lines = ["Profile Statistics (times in ms)", "", "Operators:",
              f"{'Name':<32}{'Count':>10}{'Total':>12}{'Min':>10}{'Max':>10}{'Mean':>10}"]
     for n, (c, t, mn, mx) in order(ops):

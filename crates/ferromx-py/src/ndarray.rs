@@ -208,12 +208,41 @@ fn inplace(py: Python<'_>, slf: &Bound<'_, PyND>, o: &Bound<'_, PyAny>, op: BinO
             o.get_type()
         )));
     };
+    check_recorded_inplace(op, &a, &other)?;
     pre_push(py);
     match other {
         Other::Arr(b, _) => ops::binary_inplace(op, &a, &b),
         Other::Num(s) => ops::scalar_inplace(op, &a, s),
     }
     .map_err(to_py_err)
+}
+
+/// MXNet's rules for `x op= y` under `autograd.record()`: writing into an array of the
+/// graph (a variable or a recorded result) raises, and so does an in-place update by a
+/// value of the graph (the gradient could not be recorded); constants are fine.
+fn check_recorded_inplace(op: BinOp, a: &NDArray, other: &Other) -> PyResult<()> {
+    if !ferromx::autograd::is_recording() {
+        return Ok(());
+    }
+    let name = format!("in-place {}", op.name());
+    if a.has_entry() {
+        return Err(to_py_err(ferromx::Error::value(
+            &name,
+            "Assigning to NDArrays that are already in a computational graph will cause undefined behavior \
+             when evaluating gradients. Please call backward first to clear the graph or do this out side of \
+             a record section. Also note that you cannot use inplace operations like +=, *=, relu(x, out=x), \
+             y[idx]=x, etc inside a record section.",
+        )));
+    }
+    if let Other::Arr(b, _) = other {
+        if b.has_entry() {
+            return Err(to_py_err(ferromx::Error::value(
+                &name,
+                "Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with autograd.",
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// A pending copy to host memory (`asnumpy_async`).
@@ -435,6 +464,17 @@ impl PyND {
     /// The same array (storage, engine var, autograd entry) as a legacy `NDArray`.
     fn _as_nd(&self, py: Python<'_>) -> PyResult<Py<PyND>> {
         wrap_as(py, self.a.clone(), false)
+    }
+    /// Whether this array is in a recorded graph: a variable (`attach_grad`) or the
+    /// result of a recorded operation (MXNet's "has an autograd entry").
+    #[getter]
+    fn _in_graph(&self) -> bool {
+        self.a.has_entry()
+    }
+    /// Makes this handle refer to `other`'s array (storage, engine var, autograd entry),
+    /// as MXNet's `NDArray.__setstate__` swaps the handle of an existing object.
+    fn _replace_with(&mut self, other: PyRef<'_, PyND>) {
+        self.a = other.a.clone();
     }
     fn __len__(&self) -> PyResult<usize> {
         self.a.dims().first().copied().ok_or_else(|| PyTypeError::new_err("len() of a 0-d NDArray"))

@@ -411,6 +411,8 @@ def Custom(*inputs, op_type=None, **kwargs):  # noqa: N802 - MXNet's name
 
 
 from . import random, linalg, contrib, image  # noqa: E402
+from . import _internal  # noqa: F401 - mx.nd._internal
+from ._cached_op import CachedOp  # noqa: F401 - mx.nd.CachedOp
 from . import _extra  # noqa: E402
 from ._extra import *  # noqa: E402,F403
 from ._updates import *  # noqa: E402,F403

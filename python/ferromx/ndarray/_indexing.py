@@ -5,10 +5,12 @@ advanced ones (index arrays, masks) run on the engine through the native indexer
 falling back to NumPy's semantics on a host copy only for keys it does not take.
 """
 
+import builtins
 import numbers
 
 import numpy as np
 
+from .. import _native
 from ..base import MXNetError
 from .ndarray import NDArray, array, invoke
 
@@ -55,6 +57,11 @@ def _norm_index(self, key):
             spec.append((axis, i, i + 1, 1))
         elif isinstance(k, slice):
             start, stop, step = k.indices(d)
+            m = len(range(start, stop, step))
+            if m <= 1 and step != 1:
+                # at most one element: the same selection with step 1 (so a contiguous
+                # selection stays a view, as in MXNet)
+                start, stop, step = (start, start + 1, 1) if m else (0, 0, 1)
             if (start, stop, step) != (0, d, 1):
                 spec.append((axis, start, stop, step))
             final.append(len(range(start, stop, step)))
@@ -111,9 +118,39 @@ def _getitem_impl(self, key):
         return res._reshape(list(final)) if res.shape != final else res
     if not spec:
         res = self._reshape(list(self.shape))
+    elif len(spec) > 1 and not _native.is_recording() and _contiguous_spec(self.shape, spec):
+        # one contiguous block: a view, as in MXNet (recorded: the `slice` operator)
+        res = _flat_view(self, spec)
     else:
         res = self._slice(spec)
     return res._reshape(list(final)) if res.shape != final else res
+
+
+def _contiguous_spec(shape, spec):
+    """Whether the basic selection ``spec`` ((axis, begin, end, step), steps > 0) of a
+    C-ordered array of ``shape`` is one contiguous block."""
+    by_axis = {t[0]: t for t in spec}
+    key = [builtins.slice(by_axis[a][1], by_axis[a][2], by_axis[a][3]) if a in by_axis
+           else builtins.slice(None) for a in range(len(shape))]
+    return _basic_indexing_slice_is_contiguous(key, shape)
+
+
+def _flat_view(self, spec):
+    """The contiguous selection ``spec`` as a view: a range of the flat array, reshaped."""
+    shape = self.shape
+    by_axis = {t[0]: t for t in spec}
+    dims, offset, stride = [], 0, 1
+    for a in reversed(range(len(shape))):
+        b, e, s = by_axis[a][1:] if a in by_axis else (0, shape[a], 1)
+        dims.append(len(range(b, e, s)))
+        offset += b * stride
+        stride *= shape[a]
+    dims.reverse()
+    count = int(np.prod(dims))
+    if count == 0:
+        return self._slice(spec)
+    flat = self._reshape([self.size])._slice([(0, offset, offset + count, 1)])
+    return flat._reshape(dims)
 
 
 def _neg_slice(arr, ax, b, e, s):
@@ -208,8 +245,66 @@ def _advanced_getitem(self, key):
     k = _engine_key(self, key)
     arrays = _leading_int_arrays(self, key) if k is None else None
     if k is None and arrays is None:
-        return _numpy_getitem(self, key)
+        split = _split_trailing_slices(self, key)
+        if split is not None:
+            # leading index arrays then slices: gather on the leading axes, then slice
+            # the trailing ones (both on the engine, both recorded)
+            head, tail = split
+            res = _engine_getitem(self, None, _leading_int_arrays(self, head))
+            lead = res.ndim - (self.ndim - len(head))
+            return res[(slice(None),) * lead + tail]
+        res = _reordered_getitem(self, key)
+        return res if res is not None else _numpy_getitem(self, key)
     return _engine_getitem(self, k, arrays)
+
+
+def _is_adv(k):
+    return not isinstance(k, slice)
+
+
+def _reordered_getitem(self, key):
+    """Index arrays/ints mixed with slices anywhere (no ``None``/``...``): the indexed
+    axes moved to the front (a recorded transpose), indexed there, and the broadcast
+    dims put where NumPy puts them: first when the indexed axes are not adjacent, else
+    in place of the first one. ``None`` when the key is of another form."""
+    if not isinstance(key, tuple) or len(key) > self.ndim or len(key) < 2:
+        return None
+    if any(k is None or k is Ellipsis for k in key):
+        return None
+    key = key + (slice(None),) * (self.ndim - len(key))
+    adv = [i for i, k in enumerate(key) if _is_adv(k)]
+    if len(adv) < 2 or adv == list(range(len(adv))):
+        return None
+    rest = [i for i in range(self.ndim) if i not in adv]
+    moved = self.transpose(adv + rest)
+    head = tuple(key[i] for i in adv)
+    tail = tuple(key[i] for i in rest)
+    if _leading_int_arrays(moved, head) is None:
+        return None
+    res = moved[head + tail]
+    adjacent = adv == list(range(adv[0], adv[0] + len(adv)))
+    if not adjacent:
+        return res
+    nb = res.ndim - len(rest)  # broadcast dims, now first: move them to adv[0]
+    order = list(range(nb, nb + adv[0])) + list(range(nb)) + list(range(nb + adv[0], res.ndim))
+    return res.transpose(order)
+
+
+def _split_trailing_slices(self, key):
+    """``(head, tail)`` for a key of index arrays/ints (``head``, which
+    :func:`_leading_int_arrays` takes) followed by slices (``tail``);
+    ``None`` for any other key."""
+    if not isinstance(key, tuple) or len(key) > self.ndim:
+        return None
+    i = len(key)
+    while i > 0 and isinstance(key[i - 1], slice):
+        i -= 1
+    head, tail = key[:i], key[i:]
+    if not tail:
+        return None
+    if _leading_int_arrays(self, head) is None:
+        return None
+    return head, tail
 
 
 def _leading_int_arrays(self, key):
@@ -221,7 +316,10 @@ def _leading_int_arrays(self, key):
     for k in items:
         if isinstance(k, NDArray) and k._dtype_name != "bool":
             arrays.append(k if k._dtype_name == "int64" else k.astype("int64"))
-        elif isinstance(k, (list, tuple, np.ndarray)) and np.asarray(k).dtype.kind in "iu":
+        elif (isinstance(k, (list, tuple, np.ndarray)) and np.asarray(k).dtype.kind in "iu") or (
+            isinstance(k, (numbers.Integral, np.integer)) and not isinstance(k, (bool, np.bool_))
+        ):
+            # an integer among index arrays is a 0-d index array (NumPy's rule)
             a = np.asarray(k).astype(np.int64)
             ax = len(arrays)
             d = self.shape[ax] if ax < self.ndim else 0
@@ -286,9 +384,44 @@ def _like(self, res):
     return res._as_np() if self._is_np and not res._is_np else res
 
 
+_IN_GRAPH_MSG = (
+    "Assigning to NDArrays that are already in a computational graph will cause undefined "
+    "behavior when evaluating gradients. Please call backward first to clear the graph or do "
+    "this out side of a record section. Also note that you cannot use inplace operations like "
+    "+=, *=, relu(x, out=x), y[idx]=x, etc inside a record section."
+)
+_INPLACE_MSG = ("Inplace operations (+=, -=, x[:]=, etc) are not supported when recording with "
+                "autograd.")
+
+
+def _recorded_setitem(self, key, value):
+    """``x[key] = value`` under ``autograd.record()``, as MXNet records it: writing into an
+    array of the graph raises; a whole-array key (``None``, ``...``, ``:``) with a value of
+    the graph is a recorded copy (its gradient flows to the value); any other key with such
+    a value is an in-place operation MXNet refuses. Returns whether the write was done."""
+    if self._in_graph:
+        raise MXNetError(f"__setitem__: {_IN_GRAPH_MSG}")
+    if not (isinstance(value, NDArray) and value._in_graph):
+        return False
+    if not (key is None or key is Ellipsis or (isinstance(key, slice) and key == slice(None))):
+        raise MXNetError(f"__setitem__: {_INPLACE_MSG}")
+    src = _drop_leading_ones(value, self.ndim)
+    src = src if src.shape == self.shape else src.broadcast_to(self.shape)
+    self._slice_assign([], src)
+    dtype = src._dtype_name
+
+    def grad(g):
+        return [g.astype(dtype) if g._dtype_name != dtype else g.copy()]
+
+    _native.record_custom([src], [self], grad)
+    return True
+
+
 def _setitem(self, key, value):
     if isinstance(value, (np.ndarray, list, tuple)):
         value = array(value, ctx=self.context, dtype=self._dtype_name)
+    if _native.is_recording() and _recorded_setitem(self, key, value):
+        return
     if isinstance(key, slice) and key == slice(None) and not isinstance(value, NDArray):
         self._slice_assign([], value)
         return
@@ -296,6 +429,8 @@ def _setitem(self, key, value):
     if basic is None or any(t[3] < 0 for t in basic[0]):
         # Advanced entries or negative steps: the native indexer, on the engine.
         k = _engine_key(self, key)
+        if basic is not None and isinstance(value, NDArray):
+            value = _drop_leading_ones(value, len(basic[1]))
         if k is not None and _assignable(k):
             self._index_assign(k, value)
             return
@@ -307,6 +442,8 @@ def _setitem(self, key, value):
 
             pos = arange(0, self.size, dtype="int64", ctx=self.context).reshape(self.shape)
             pos = _engine_getitem(pos, k, arrays)
+            if isinstance(value, NDArray) and value.shape != pos.shape:
+                value = _drop_leading_ones(value, pos.ndim)
             if isinstance(value, NDArray) and value.shape != pos.shape:
                 if value.size == pos.size and value.ndim > pos.ndim:
                     value = value._reshape(list(pos.shape))
@@ -354,3 +491,37 @@ def _setitem(self, key, value):
             if final != tuple(region):
                 value = value._reshape(region)
     self._slice_assign(spec, value)
+
+
+def _drop_leading_ones(value, ndim):
+    """``value`` without the leading size-1 dims beyond ``ndim`` (NumPy's assignment rule)."""
+    extra = value.ndim - ndim
+    if extra > 0 and all(d == 1 for d in value.shape[:extra]):
+        return value._reshape(list(value.shape[extra:]))
+    return value
+
+
+def _basic_indexing_slice_is_contiguous(slc_key, shape):
+    """Whether ``x[slc_key]`` (one ``slice`` per axis of ``shape``) is a C-contiguous
+    block of the C-ordered ``x``: empty or one element, or, ignoring size-1 axes, each
+    axis' stride (the source stride times the step) is the product of the sizes to its
+    right — NumPy's contiguity rule (MXNet's helper of the same name)."""
+    if len(slc_key) != len(shape):
+        raise ValueError(f"_basic_indexing_slice_is_contiguous: {len(slc_key)} slices for "
+                         f"{len(shape)} axes")
+    src_stride, strides, sizes = 1, [], []
+    for slc, n in zip(reversed(slc_key), reversed(shape)):
+        start, stop, step = slc.indices(n)
+        sizes.append(len(range(start, stop, step)))
+        strides.append(src_stride * step)
+        src_stride *= n
+    if 0 in sizes:
+        return True
+    expected = 1
+    for size, stride in zip(sizes, strides):  # innermost axis first
+        if size == 1:
+            continue
+        if stride != expected:
+            return False
+        expected *= size
+    return True

@@ -1,7 +1,7 @@
 """The ``nd`` functions generated from the native operator table (see ``ferromx._op_gen``):
 one per operator and alias, with MXNet's parameters, docstrings and signatures."""
 
-from .. import _op_gen
+from .. import _native, _op_gen
 from ..context import _ctx_str
 from .ndarray import NDArray, _dtype_name, array, invoke
 
@@ -14,7 +14,10 @@ def finish(res, out):
         if out is not res:
             if out.shape != res.shape:
                 raise ValueError(f"out= has shape {out.shape}, result has {res.shape}")
-            out._slice_assign([], res)
+            if _native.is_recording():
+                out[:] = res  # MXNet's rules: a recorded copy, or an error into the graph
+            else:
+                out._slice_assign([], res)
         return out
     return res
 

@@ -369,6 +369,31 @@ def _rebuild(data, shape, dtype, is_np=False):
     )
 
 
+def _getstate(self):
+    """MXNet's pickled state: ``{'handle': <the array's NDArray record>}``."""
+    from ..serialization import dump_record
+
+    return {"handle": bytearray(dump_record(self))}
+
+
+def _setstate(self, state):
+    """Makes this object the array of an MXNet pickled state (``{'handle': record}``). A
+    record saved from a GPU array loads on the CPU, as in MXNet without GPUs."""
+    from ..serialization import load_record, to_ndarray
+
+    handle = state.get("handle") if isinstance(state, dict) else None
+    if handle is None:
+        raise ValueError("NDArray.__setstate__: the state has no 'handle' (an NDArray record)")
+    arr = to_ndarray(load_record(bytes(handle), "NDArray.__setstate__"))
+    if arr is None:
+        raise ValueError("NDArray.__setstate__: the record holds no array (MXNet's none array)")
+    self._replace_with(arr._as_np() if self._is_np else arr)
+
+
+NDArray.__getstate__ = _getstate
+NDArray.__setstate__ = _setstate
+
+
 def empty(shape, ctx=None, dtype=None):
     """An uninitialised array (ferromx fills it with zeros)."""
     return invoke(
@@ -456,7 +481,12 @@ NDArray.wait_to_write = NDArray.wait_to_write
 
 
 # The printing and indexing methods live in their own modules, which import this one.
-from ._indexing import _getitem, _norm_index, _setitem  # noqa: E402,F401
+from ._indexing import (
+    _basic_indexing_slice_is_contiguous,
+    _getitem,
+    _norm_index,  # noqa: F401
+    _setitem,
+)
 from ._printing import _f32_exp_formatter, _fmt, _np_str  # noqa: E402,F401
 
 NDArray.asnumpy = asnumpy
@@ -474,4 +504,5 @@ NDArray.__str__ = _fmt
 NDArray.__iter__ = _iter
 NDArray.__getitem__ = _getitem
 NDArray.__setitem__ = _setitem
+NDArray._basic_indexing_slice_is_contiguous = staticmethod(_basic_indexing_slice_is_contiguous)
 NDArray.__array_priority__ = 1000.0

@@ -38,14 +38,16 @@ def array(object, dtype=None, ctx=None):
     """Creates an ``ndarray`` by copying ``object``.
 
     As in MXNet's np, Python lists and scalars become float32 (float64 after
-    ``npx.set_np(dtype=True)``), NumPy arrays keep their dtype, and an ``ndarray``
+    ``npx.set_np(dtype=True)``), NumPy arrays and scalars keep their dtype, and an ``ndarray``
     is copied (cast when ``dtype`` is given).
     """
     if isinstance(object, _nd.NDArray):
         res = _np(object.copyto(ctx or object.context))
         return res.astype(dtype) if dtype is not None else res
     if dtype is None:
-        dtype = _np_default_dtype(object) if isinstance(object, _onp.ndarray) else _default_float()
+        # NumPy arrays and scalars (anything with a NumPy dtype) keep it, as in MXNet
+        numpy_typed = isinstance(object, (_onp.ndarray, _onp.generic))
+        dtype = _np_default_dtype(object) if numpy_typed else _default_float()
     return _nd.array(object, ctx=ctx, dtype=dtype, _np=True)
 
 

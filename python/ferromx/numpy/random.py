@@ -272,7 +272,8 @@ def multinomial(n, pvals, size=None, **kwargs):
     shp = () if size is None else ((size,) if isinstance(size, numbers.Integral) else
                                    tuple(size))
     k = p.shape[0]
-    if int(n) == 0:
+    if int(n) == 0 or k == 0 or 0 in shp:
+        # nothing to draw (no trials, no outcomes or an empty size): all-zero counts
         return _draw("_zeros", shp + (k,), p.context, "int64")
     cats = _native.invoke_np("_sample_multinomial", [p], shape=shp + (int(n),), dtype="int64")
     return _nd.one_hot(cats, depth=k, dtype="int64").sum(axis=-2)

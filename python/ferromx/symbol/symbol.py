@@ -414,7 +414,7 @@ class Symbol:
         return self._binary(-1.0, None, "_mul_scalar", None, None, None)
 
     def _cmp(self, o, op, sop, hint):
-        return self._binary(o, op, sop, sop, hint, hint)
+        return _np_bool(self._binary(o, op, sop, sop, hint, hint))
 
     def __eq__(self, o):
         return self._cmp(o, "broadcast_equal", "_equal_scalar", "_equal")
@@ -424,22 +424,22 @@ class Symbol:
 
     def __gt__(self, o):
         if not isinstance(o, Symbol):
-            return self._binary(o, None, "_greater_scalar", None, None, None)
+            return _np_bool(self._binary(o, None, "_greater_scalar", None, None, None))
         return self._cmp(o, "broadcast_greater", "_greater_scalar", "_greater")
 
     def __ge__(self, o):
         if not isinstance(o, Symbol):
-            return self._binary(o, None, "_greater_equal_scalar", None, None, None)
+            return _np_bool(self._binary(o, None, "_greater_equal_scalar", None, None, None))
         return self._cmp(o, "broadcast_greater_equal", "_greater_equal_scalar", "_greater_equal")
 
     def __lt__(self, o):
         if not isinstance(o, Symbol):
-            return self._binary(o, None, "_lesser_scalar", None, None, None)
+            return _np_bool(self._binary(o, None, "_lesser_scalar", None, None, None))
         return self._cmp(o, "broadcast_lesser", "_lesser_scalar", "_lesser")
 
     def __le__(self, o):
         if not isinstance(o, Symbol):
-            return self._binary(o, None, "_lesser_equal_scalar", None, None, None)
+            return _np_bool(self._binary(o, None, "_lesser_equal_scalar", None, None, None))
         return self._cmp(o, "broadcast_lesser_equal", "_lesser_equal_scalar", "_lesser_equal")
 
     def astype(self, dtype):
@@ -550,6 +550,14 @@ def _apply(op, inputs, attrs, name, hint, attr=None, json_op=None):
                 var_node.attrs["__init__"] = init
     node = _Node(op, name, node_attrs, entries, json_op)
     return Symbol([(node, i) for i in range(node.num_outputs())])
+
+
+def _np_bool(sym):
+    """A comparison's graph node as NumPy semantics want it: bool under ``npx.set_np()``
+    (hybridized np blocks), the operator's own dtype otherwise (MXNet's legacy graph)."""
+    from ..util import is_np_array
+
+    return sym.astype("bool") if is_np_array() else sym
 
 
 def var(name, attr=None, shape=None, lr_mult=None, wd_mult=None, dtype=None, init=None,

@@ -87,7 +87,9 @@ pub fn astype(x: &NDArray, dtype: DType) -> Result<NDArray> {
     if x.size() > 0 {
         push_call(OpCall::new(&DEFS[0], &[x], &[&out]))?;
     }
-    if dtype.is_float() && needs_record(&[x]) {
+    // recorded whatever the target dtype, as MXNet's Cast: the gradient is the output
+    // gradient cast back (a cast to int or bool passes it through unchanged)
+    if needs_record(&[x]) {
         record("cast", &[x], &[&out], Box::new(move |g| Ok(vec![Some(astype(&g[0], src)?)])));
     }
     Ok(out)

@@ -257,8 +257,12 @@ pub fn binary(op: BinOp, a: &NDArray, b: &NDArray) -> Result<NDArray> {
     if oshape.size() > 0 {
         push_call(OpCall::new(def, &[&a2, &b2], &[&out]))?;
     }
-    if op.differentiable() && needs_record(&[a, b]) {
-        record_grad(def, &[a, b], &out, &[]);
+    if needs_record(&[a, b]) {
+        if op.differentiable() {
+            record_grad(def, &[a, b], &out, &[]);
+        } else {
+            record_zero_grad(def, &[a, b], &out, &[]);
+        }
     }
     Ok(out)
 }
@@ -299,6 +303,22 @@ fn record_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64
             Ok(vec![Some(sum_to(&ga, &sa)?), Some(sum_to(&gb, &sb)?)])
         })
     };
+    record(def.name, ins, &[out], backward);
+    crate::autograd::annotate(def.name, &attrs, &opt, &[out]);
+}
+
+/// Records a comparison's or logical operator's gradient: zeros for every input (as
+/// MXNet's `MakeZeroGradNodes`), so `backward` through `x > y` gives zero gradients
+/// whether the call came from an operator, a named function or a graph.
+fn record_zero_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64]) {
+    let attrs = match nums.first() {
+        Some(&s) => crate::opdef::Attrs(vec![("scalar".into(), crate::opdef::Attr::Float(s))]),
+        None => crate::opdef::Attrs::default(),
+    };
+    let opt: Vec<Option<&NDArray>> = ins.iter().map(|x| Some(*x)).collect();
+    let metas: Vec<_> = ins.iter().map(|x| (x.shape().clone(), x.dtype(), x.ctx())).collect();
+    let backward: crate::autograd::BackwardFn =
+        Box::new(move |_g| metas.iter().map(|(s, d, c)| ops::zeros(s.clone(), *d, *c).map(Some)).collect());
     record(def.name, ins, &[out], backward);
     crate::autograd::annotate(def.name, &attrs, &opt, &[out]);
 }
@@ -345,8 +365,12 @@ pub fn scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArra
     if a.size() > 0 {
         push_call(OpCall::new(def, &[a], &[&out]).with_nums(&[s]))?;
     }
-    if op.differentiable() && needs_record(&[a]) {
-        record_grad(def, &[a], &out, &[s]);
+    if needs_record(&[a]) {
+        if op.differentiable() {
+            record_grad(def, &[a], &out, &[s]);
+        } else {
+            record_zero_grad(def, &[a], &out, &[s]);
+        }
     }
     Ok(out)
 }

@@ -542,6 +542,8 @@ pub fn broadcast_like_dims(
     let name = "broadcast_like";
     let (d, why) = match (lhs_axes, rhs_axes) {
         (None, None) => (r.dims().to_vec(), "operands could not be broadcast together".to_string()),
+        // MXNet 1.9.1 refuses `lhs_axes=()`: "Empty axes tuple is not allowed"
+        (Some([]), Some(_)) => return Err(Error::value(name, "empty axes tuple is not allowed (lhs_axes=())")),
         (Some(la), Some(ra)) if la.len() == ra.len() => {
             let mut d = l.dims().to_vec();
             for (&i, &j) in la.iter().zip(ra) {
