@@ -410,7 +410,7 @@ def Custom(*inputs, op_type=None, **kwargs):  # noqa: N802 - MXNet's name
     return _custom(*inputs, op_type=op_type, **kwargs)
 
 
-from . import random, linalg, contrib, image  # noqa: E402
+from . import random, linalg, contrib, image, _internal  # noqa: E402
 from . import _extra  # noqa: E402
 from ._extra import *  # noqa: E402,F403
 from ._updates import *  # noqa: E402,F403
