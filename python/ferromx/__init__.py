@@ -45,6 +45,7 @@ try:  # the pure-Python layers
     from . import module
     from . import module as mod
     from . import operator
+    from . import contrib
     from . import kvstore
     from . import kvstore as kv
 except ImportError as _e:  # pragma: no cover - only while those layers are being written

@@ -7,6 +7,7 @@ from .ndarray import invoke
 globals().update(_CONTRIB)
 __all__ = [  # noqa: PLE0604 - generated names
     "AdaptiveAvgPooling2D", "BilinearResize2D", "adagrad_update", "isfinite", "isinf", "isnan",
+    "rand_zipfian",
     *sorted(_CONTRIB),
 ]
 
@@ -67,3 +68,14 @@ def _finish(res, out):
         return res
     out[:] = res
     return out
+
+
+def rand_zipfian(true_classes, num_sampled, range_max, ctx=None):
+    """Log-uniform candidate sampling: ``(sampled_classes, expected_count_true,
+    expected_count_sampled)`` (see :mod:`ferromx._zipfian`)."""
+    from .. import ndarray as _nd
+    from .._zipfian import rand_zipfian as _rz
+
+    if ctx is None:
+        ctx = true_classes.context
+    return _rz(_nd, true_classes, num_sampled, range_max, ctx=ctx)

@@ -256,7 +256,9 @@ def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwa
         return samples
     k = data.shape[-1]
     batch = data.shape[:-1]
-    flat = invoke("log", [data])._reshape([data.size])
+    # log(take(data)), not take(log(data)): the gradient reaches only the sampled
+    # probabilities (a zero-probability class would otherwise get 0 * inf = NaN).
+    flat = data._reshape([data.size])
     idx = invoke("cast", [samples], dtype="int64")
     if batch:
         nb = int(np.prod(batch))
@@ -272,7 +274,7 @@ def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwa
         )
         offsets = offsets._reshape(list(batch + (1,) * (samples.ndim - len(batch))))
         idx = idx + offsets
-    return [samples, invoke("take", [flat, idx], axis=0)]
+    return [samples, invoke("log", [invoke("take", [flat, idx], axis=0)])]
 
 
 def shuffle(data, **kwargs):

@@ -9,6 +9,7 @@ at import, so new operators appear without a Python edit), plus :func:`var`,
 ``F = mx.sym``; :data:`_F_HOOK` is where an np-flavoured namespace plugs in under np mode.
 """
 
+from . import contrib, random
 from . import symbol as _symbol_mod
 from .executor import Executor
 from .symbol import Group, Symbol, Variable, fromjson, load, load_json, var
@@ -21,5 +22,5 @@ full = _symbol_mod._FNS["_full"]
 # ``F`` for traced hybrid_forward: a callable returning the namespace (np mode may swap it).
 _F_HOOK = [lambda: __import__(__name__, fromlist=["_"])]
 
-__all__ = ["Executor", "Group", "Symbol", "Variable", "fromjson", "load", "load_json", "var"]
+__all__ = ["Executor", "Group", "Symbol", "Variable", "contrib", "fromjson", "load", "load_json", "random", "var"]
 __all__ += sorted(_symbol_mod._FNS)  # noqa: PLE0605 - names generated from the table

@@ -38,6 +38,27 @@ pub fn full_like(x: &NDArray, value: f64) -> Result<NDArray> {
     fill_new(&DEFS[8], x.shape().clone(), value, x.dtype(), x.ctx())
 }
 
+/// `value` like `x`, recorded as a function of `x` with derivative zero (MXNet's
+/// `zeros_like`/`ones_like` gradient) when `x` is recorded: a gradient that is
+/// piecewise constant in `x` stays connected to it, so differentiating it again
+/// gives zeros instead of an unreachable variable. The zero gradient is itself
+/// recorded the same way, to any order.
+pub fn const_like_rec(x: &NDArray, value: f64) -> Result<NDArray> {
+    let def = if value == 0.0 {
+        &DEFS[6]
+    } else if value == 1.0 {
+        &DEFS[7]
+    } else {
+        &DEFS[8]
+    };
+    let out = fill_new(def, x.shape().clone(), value, x.dtype(), x.ctx())?;
+    if crate::autograd::needs_record(&[x]) {
+        let back: crate::autograd::BackwardFn = Box::new(|g| Ok(vec![Some(const_like_rec(&g[0], 0.0)?)]));
+        crate::autograd::record(def.name, &[x], &[&out], back);
+    }
+    Ok(out)
+}
+
 /// A new array of `def` (one of the fill operators) filled with `value`.
 fn fill_new(def: &'static OpDef, shape: Shape, value: f64, dtype: DType, ctx: Context) -> Result<NDArray> {
     let out = NDArray::empty(shape, dtype, ctx)?;
@@ -258,8 +279,8 @@ pub static DEFS: &[OpDef] = &[
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
         doc: "Zeros with the shape, dtype and context of `data`.",
-        forward: |i| one(zeros_like(i.x(0)?)),
-        grad: CONSTANT,
+        forward: |i| one(const_like_rec(i.x(0)?, 0.0)),
+        grad: Grad::Recorded,
         ..OpDef::BASE
     },
     OpDef {
@@ -269,8 +290,8 @@ pub static DEFS: &[OpDef] = &[
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
         doc: "Ones with the shape, dtype and context of `data`.",
-        forward: |i| one(ones_like(i.x(0)?)),
-        grad: CONSTANT,
+        forward: |i| one(const_like_rec(i.x(0)?, 1.0)),
+        grad: Grad::Recorded,
         ..OpDef::BASE
     },
     OpDef {
@@ -280,8 +301,8 @@ pub static DEFS: &[OpDef] = &[
         inputs: &["data"],
         params: &[param("fill_value", K::Float, Some("0.0"), "The fill value.")],
         doc: "`fill_value` with the shape, dtype and context of `data`.",
-        forward: |i: &Invocation<'_>| one(full_like(i.x(0)?, i.f64("fill_value")?)),
-        grad: CONSTANT,
+        forward: |i: &Invocation<'_>| one(const_like_rec(i.x(0)?, i.f64("fill_value")?)),
+        grad: Grad::Recorded,
         ..OpDef::BASE
     },
 ];

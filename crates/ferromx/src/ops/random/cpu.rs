@@ -13,6 +13,9 @@ type KResult = std::result::Result<(), ferromx_engine::OpFailure>;
 /// `[seed, low, high]`), nums the distribution's two parameters.
 pub(super) fn sample_kernel(c: &OpCall, k: &Kernel) -> KResult {
     let (dist, mut rng) = (Dist::of_call(c), Rng::new(c.ints[0] as u64));
+    if let Some(msg) = dist.invalid() {
+        return Err(ferromx_engine::OpFailure::new(ferromx_engine::ErrorKind::Value, msg));
+    }
     with_dtype!(k.out_dtype(0), T, {
         for v in k.output::<T>(0).iter_mut() {
             let x = match dist {

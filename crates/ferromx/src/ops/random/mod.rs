@@ -7,6 +7,7 @@
 mod cpu;
 #[cfg(test)]
 mod tests;
+mod zipfian;
 
 use cpu::{multinomial_kernel, per_element_kernel, sample_kernel, shuffle_kernel};
 
@@ -168,70 +169,16 @@ pub enum Dist {
 }
 
 /// Samples a new array from `dist`.
+///
+/// A parameter value outside the distribution's domain (`scale < 0`, ...) is
+/// checked by the kernel, as in MXNet: the error marks the output and raises
+/// at the next read or `waitall` (at the call under `NaiveEngine`). Dtypes
+/// and `randint`'s range are checked here, at the call.
 pub fn sample(dist: Dist, shape: Shape, dtype: DType, ctx: Context) -> Result<NDArray> {
-    let bad = |op: &str, msg: String| Err(Error::value(op, msg));
-    let name = match dist {
-        Dist::Uniform(l, h) => {
-            if !(l.is_finite() && h.is_finite()) || h < l {
-                return bad("random_uniform", format!("need finite low <= high, got low={l}, high={h}"));
-            }
-            "random_uniform"
-        }
-        Dist::Normal(m, s) => {
-            if !(m.is_finite() && s.is_finite() && s >= 0.0) {
-                return bad("random_normal", format!("need a finite loc and scale >= 0, got loc={m}, scale={s}"));
-            }
-            "random_normal"
-        }
-        Dist::RandInt(l, h) => {
-            if h <= l {
-                return bad("random_randint", format!("low {l} >= high {h}"));
-            }
-            let (lo, hi) = match dtype {
-                DType::I32 => (i32::MIN as i64, i32::MAX as i64 + 1),
-                DType::I8 => (i8::MIN as i64, i8::MAX as i64 + 1),
-                DType::U8 => (0, 256),
-                _ => (i64::MIN, i64::MAX),
-            };
-            if l < lo || h > hi {
-                return bad("random_randint", format!("range [{l}, {h}) does not fit in dtype {dtype}"));
-            }
-            "random_randint"
-        }
-        Dist::Exponential(lam) => {
-            if !(lam.is_finite() && lam > 0.0) {
-                return bad("random_exponential", format!("lam must be positive and finite, got {lam}"));
-            }
-            "random_exponential"
-        }
-        Dist::Gamma(a, b) => {
-            if !(a.is_finite() && b.is_finite() && a > 0.0 && b > 0.0) {
-                return bad("random_gamma", format!("alpha and beta must be positive and finite, got {a}, {b}"));
-            }
-            "random_gamma"
-        }
-        Dist::Poisson(l) => {
-            if !(l.is_finite() && l >= 0.0) {
-                return bad("random_poisson", format!("lam must be non-negative and finite, got {l}"));
-            }
-            "random_poisson"
-        }
-        Dist::NegBinomial(k, p) => {
-            if !(k.is_finite() && k > 0.0 && p > 0.0 && p <= 1.0) {
-                return bad("random_negative_binomial", format!("need k > 0 and 0 < p <= 1, got k={k}, p={p}"));
-            }
-            "random_negative_binomial"
-        }
-        Dist::GenNegBinomial(mu, alpha) => {
-            if !(mu.is_finite() && alpha.is_finite() && mu >= 0.0 && alpha >= 0.0) {
-                return bad(
-                    "random_generalized_negative_binomial",
-                    format!("need mu >= 0 and alpha >= 0, got mu={mu}, alpha={alpha}"),
-                );
-            }
-            "random_generalized_negative_binomial"
-        }
-    };
+    let name = dist.op_name();
+    if let Dist::RandInt(l, h) = dist {
+        check_randint(l, h, dtype)?;
+    }
     let int_dist =
         matches!(dist, Dist::RandInt(..) | Dist::Poisson(_) | Dist::NegBinomial(..) | Dist::GenNegBinomial(..));
     if dtype == DType::Bool || (!int_dist && !dtype.is_float()) {
@@ -255,7 +202,63 @@ pub fn sample(dist: Dist, shape: Shape, dtype: DType, ctx: Context) -> Result<ND
     Ok(out)
 }
 
+/// `randint`'s range: non-empty and within `dtype`.
+fn check_randint(l: i64, h: i64, dtype: DType) -> Result<()> {
+    if h <= l {
+        return Err(Error::value("random_randint", format!("low {l} >= high {h}")));
+    }
+    let (lo, hi) = match dtype {
+        DType::I32 => (i32::MIN as i64, i32::MAX as i64 + 1),
+        DType::I8 => (i8::MIN as i64, i8::MAX as i64 + 1),
+        DType::U8 => (0, 256),
+        _ => (i64::MIN, i64::MAX),
+    };
+    if l < lo || h > hi {
+        return Err(Error::value("random_randint", format!("range [{l}, {h}) does not fit in dtype {dtype}")));
+    }
+    Ok(())
+}
+
 impl Dist {
+    /// The sampler's operator name (in error messages).
+    fn op_name(self) -> &'static str {
+        match self {
+            Dist::Uniform(..) => "random_uniform",
+            Dist::Normal(..) => "random_normal",
+            Dist::RandInt(..) => "random_randint",
+            Dist::Exponential(_) => "random_exponential",
+            Dist::Gamma(..) => "random_gamma",
+            Dist::Poisson(_) => "random_poisson",
+            Dist::NegBinomial(..) => "random_negative_binomial",
+            Dist::GenNegBinomial(..) => "random_generalized_negative_binomial",
+        }
+    }
+
+    /// Why the parameters are outside the distribution's domain, if they are.
+    pub(super) fn invalid(self) -> Option<String> {
+        let fin = |v: f64| v.is_finite();
+        match self {
+            Dist::Uniform(l, h) => {
+                (!(fin(l) && fin(h)) || h < l).then(|| format!("need finite low <= high, got low={l}, high={h}"))
+            }
+            Dist::Normal(m, s) => (!(fin(m) && fin(s) && s >= 0.0))
+                .then(|| format!("need a finite loc and scale >= 0, got loc={m}, scale={s}")),
+            Dist::RandInt(..) => None,
+            Dist::Exponential(lam) => {
+                (!(fin(lam) && lam > 0.0)).then(|| format!("lam must be positive and finite, got {lam}"))
+            }
+            Dist::Gamma(a, b) => (!(fin(a) && fin(b) && a > 0.0 && b > 0.0))
+                .then(|| format!("alpha and beta must be positive and finite, got {a}, {b}")),
+            Dist::Poisson(l) => {
+                (!(fin(l) && l >= 0.0)).then(|| format!("lam must be non-negative and finite, got {l}"))
+            }
+            Dist::NegBinomial(k, p) => (!(fin(k) && k > 0.0 && p > 0.0 && p <= 1.0))
+                .then(|| format!("need k > 0 and 0 < p <= 1, got k={k}, p={p}")),
+            Dist::GenNegBinomial(mu, alpha) => (!(fin(mu) && fin(alpha) && mu >= 0.0 && alpha >= 0.0))
+                .then(|| format!("need mu >= 0 and alpha >= 0, got mu={mu}, alpha={alpha}")),
+        }
+    }
+
     /// Its sampler's index in `DEFS` and its two parameters.
     fn code(self) -> (i64, f64, f64) {
         match self {
@@ -319,6 +322,22 @@ pub fn multinomial(p: &NDArray, num: usize, dtype: DType) -> Result<NDArray> {
     }
     if dtype == DType::Bool {
         return Err(Error::dtype("sample_multinomial", "dtype bool is not supported"));
+    }
+    // Every category index must be exact in the output dtype (as MXNet checks).
+    let max_index: u64 = match dtype {
+        DType::U8 => 255,
+        DType::I8 => 127,
+        DType::F16 => 2048,
+        DType::BF16 => 256,
+        DType::F32 => 1 << 24,
+        DType::I32 => i32::MAX as u64,
+        _ => u64::MAX,
+    };
+    if (k - 1) as u64 > max_index {
+        return Err(Error::dtype(
+            "sample_multinomial",
+            format!("{k} categories do not fit in dtype {dtype} (largest exact index {max_index})"),
+        ));
     }
     let mut od = p.dims()[..p.ndim() - 1].to_vec();
     if num > 1 {
@@ -452,6 +471,22 @@ macro_rules! samplers {
                 },
                 cpu: KernelSlot::Call(per_element_kernel),
                 infer: Some(infer_per_element),
+                grad: RANDOM,
+                ..OpDef::BASE
+            },
+            OpDef {
+                name: "_sample_unique_zipfian",
+                outputs: &["output", "num_tries"],
+                params: &[
+                    param("range_max", K::Int, None, "Classes are drawn from [0, range_max)."),
+                    param("shape", K::Shape, None, "(batch_size, num_sampled)."),
+                    TAIL[1],
+                ],
+                doc: "Per row, `num_sampled` distinct classes from the log-uniform distribution \
+                      `P(c) = log((c+2)/(c+1)) / log(range_max+1)` (int64), and the draws each row took.",
+                forward: zipfian::forward,
+                cpu: KernelSlot::Call(zipfian::kernel),
+                infer: Some(zipfian::infer),
                 grad: RANDOM,
                 ..OpDef::BASE
             },

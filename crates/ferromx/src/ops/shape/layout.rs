@@ -481,6 +481,9 @@ pub fn clip(x: &NDArray, lo: f64, hi: f64) -> Result<NDArray> {
             &[&out],
             Box::new(move |g| {
                 let m = ops::mul(&ops::scalar(BinOp::Ge, &xc, lo)?, &ops::scalar(BinOp::Le, &xc, hi)?)?;
+                // Under `create_graph` the mask is tied to `x` with derivative zero
+                // (the comparisons do not record), so the second derivative is zeros.
+                let m = if needs_record(&[&xc]) { ops::add(&m, &ops::const_like_rec(&xc, 0.0)?)? } else { m };
                 Ok(vec![Some(ops::mul(&g[0], &m)?)])
             }),
         );

@@ -287,8 +287,13 @@ fn grad(a: &GradArgs<'_>) -> Result<Vec<Option<NDArray>>> {
         Some(ScalarForm::Unary(_, Some(d))) => d,
         _ => return Err(Error::value(a.def.name, "no derivative defined")),
     };
+    // A constant derivative under `create_graph` is tied to the saved array (the
+    // input or the output), so the gradient's own derivative is zeros, as in MXNet.
+    let tied = crate::autograd::needs_record(&[x]);
     let r = match d {
+        C(c) if *c == 0.0 && tied => ops::const_like_rec(x, 0.0)?,
         C(c) if *c == 0.0 => ops::zeros_like(g)?,
+        C(c) if tied => ops::mul(g, &ops::const_like_rec(x, *c)?)?,
         C(c) => ops::scalar(BinOp::Mul, g, *c)?,
         d => ops::mul(g, &d.eval(x, y)?)?,
     };
