@@ -91,7 +91,7 @@ def test_bad_distribution_parameter_fails_at_the_read():
     # test_exc_handling.py::test_exc_imperative / test_exc_post_fail: the call returns,
     # the read (or waitall) raises, and an op consuming the failed array inherits it.
     nd.waitall()
-    g = nd.random.gamma(1, -1, shape=(2,))  # noqa: F841 - kept alive until the wait
+    g = nd.random.gamma(1, -1, shape=(2,))
     with pytest.raises(MXNetError, match="alpha and beta"):
         nd.waitall()
     nd.waitall()  # raised once
@@ -167,7 +167,7 @@ def test_rand_zipfian_expected_counts():
     mx.random.seed(5)
     true = nd.array([0, 3, 19], dtype="int32")
     s, e_true, e_s = nd.contrib.rand_zipfian(true, 1000, 20)
-    prob = lambda c: np.log((c + 2.0) / (c + 1.0)) / np.log(21.0)  # noqa: E731
+    prob = lambda c: np.log((c + 2.0) / (c + 1.0)) / np.log(21.0)
     assert s.dtype == np.int64 and s.shape == (1000,)
     np.testing.assert_allclose(e_true.asnumpy(), 1000 * prob(np.array([0, 3, 19])))
     np.testing.assert_allclose(e_s.asnumpy(), 1000 * prob(s.asnumpy()))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from ferromx import autograd, gluon, nd
 from ferromx.base import NotImplementedForSymbol
+from trace_helper import trace_names
 
 
 class Counting(gluon.HybridBlock):
@@ -226,29 +227,13 @@ def test_strided_convolution_block_traces_without_falling_back():
     np.testing.assert_allclose(out.asnumpy(), eager, rtol=1e-5, atol=1e-6)
 
 
-def _trace_names(tmp_path, fn):
-    fname = str(tmp_path / "trace.json")
-    mx.profiler.set_config(filename=fname, profile_all=True)
-    mx.profiler.set_state("run")
-    try:
-        fn()
-        nd.waitall()
-    finally:
-        mx.profiler.set_state("stop")
-    mx.profiler.dump()
-    import json
-
-    with open(fname) as f:
-        return [e.get("name", "") for e in json.load(f)["traceEvents"] if e.get("ph") in ("B", "X")]
-
-
 def test_hybridized_forward_runs_as_one_bulk_engine_op(tmp_path):
     net = _mlp()
     x = nd.array(np.random.RandomState(0).randn(2, 5).astype(np.float32))
     want = net(x).asnumpy()
     net.hybridize()
     net(x).wait_to_read()
-    names = _trace_names(tmp_path, lambda: net(x))
+    names = trace_names(tmp_path, lambda: net(x))
     bulks = [n for n in names if n.startswith("_bulk(")]
     assert bulks == ["_bulk(FullyConnected,Activation,FullyConnected,Activation,FullyConnected)"], names
     assert not any(n == "FullyConnected" for n in names), names
@@ -302,8 +287,8 @@ def test_bulk_execution_can_be_switched_off_as_in_mxnet(tmp_path):
         "print(sorted({e.get('name', '') for e in ev if e.get('ph') in ('B', 'X')}))\n"
     )
     env = dict(os.environ, MXNET_EXEC_BULK_EXEC_INFERENCE="0")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], check=False, env=env, capture_output=True,
+                         text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     names = out.stdout.strip().splitlines()[-1]
     assert "_bulk" not in names and "FullyConnected" in names, names
