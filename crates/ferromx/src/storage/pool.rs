@@ -6,9 +6,15 @@
 //! powers of two up to 64 KiB and eighths of a power of two above, so a class
 //! wastes at most 12.5%. The pool holds at most `FERROMX_POOL_BYTES` (default
 //! 2 GiB); beyond that freed buffers go back to the system.
+//!
+//! Buffers come from the system allocator ([`System`]) whatever the process's
+//! global allocator is: the Python extension uses mimalloc for its small objects,
+//! and mimalloc reserves address space without the kernel's overcommit check, so
+//! an impossible array (`zeros((1 << 40,))`) would "succeed" and be killed for
+//! memory at first touch instead of failing with a clear error.
 
 use parking_lot::Mutex;
-use std::alloc::{alloc, dealloc, Layout};
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -77,7 +83,7 @@ pub(crate) fn take(class: usize) -> Option<NonNull<u8>> {
     p.misses.fetch_add(1, Ordering::Relaxed);
     let layout = Layout::from_size_align(class, ALIGN).ok()?;
     // SAFETY: class > 0, so the layout has non-zero size.
-    let ptr = NonNull::new(unsafe { alloc(layout) })?;
+    let ptr = NonNull::new(unsafe { System.alloc(layout) })?;
     p.count_taken(class);
     Some(ptr)
 }
@@ -106,7 +112,7 @@ pub(crate) fn give(ptr: NonNull<u8>, class: usize) {
     let layout = Layout::from_size_align(class, ALIGN).expect("valid layout");
     // SAFETY: `ptr` was allocated by `take` with exactly this layout and is
     // no longer referenced (its chunk is being dropped).
-    unsafe { dealloc(ptr.as_ptr(), layout) };
+    unsafe { System.dealloc(ptr.as_ptr(), layout) };
 }
 
 /// Pool counters.
@@ -158,7 +164,7 @@ pub fn release_pool() {
             let layout = Layout::from_size_align(class, ALIGN).expect("valid layout");
             // SAFETY: pooled pointers were allocated by `take` with this layout
             // and are owned by the pool alone.
-            unsafe { dealloc(addr as *mut u8, layout) };
+            unsafe { System.dealloc(addr as *mut u8, layout) };
         }
     }
 }
