@@ -6,7 +6,7 @@
 //! than its kernel. MXNet runs such a graph's operators in bulk segments
 //! (`MXNET_EXEC_BULK_EXEC_*`); ferromx does the same: while a [`Bulk`] guard
 //! lives on a thread, [`crate::opdef::push_call`] collects the calls it would
-//! push, and they go to the engine as one op ([`crate::storage::push_bulk`])
+//! push, and they go to the engine as one op (`storage::push_bulk`)
 //! when the guard ends, after [`MAX_CALLS`] calls, or before anything else of
 //! this thread reaches the engine: any other push, wait or readiness query
 //! hands the collected calls over first (the engine's flush hook, with a
