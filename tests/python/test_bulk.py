@@ -77,3 +77,34 @@ def test_a_failing_call_in_a_bulk_names_its_operator_and_line():
     msg = str(ei.value)
     assert "take" in msg and "out of bounds" in msg and f"test_bulk.py:{line}" in msg, msg
     assert x.asnumpy().tolist() == [[1.0, 1.0]] * 3
+
+
+class _Chain(mx.gluon.HybridBlock):
+    def hybrid_forward(self, F, x):
+        for _ in range(12):
+            x = F.sin(x)
+        return x
+
+
+def test_a_bulk_frees_each_intermediate_after_its_last_reader():
+    # 12 chained 4 MiB results in one bulk: each is freed once the next call ran, so the
+    # peak stays at a few buffers (holding every call's views until the bulk ended kept all
+    # twelve: ~100 MB more peak RSS in a ResNet-18 training step).
+    net = _Chain()
+    net.hybridize()
+    x = nd.ones((1 << 20,))
+    net(x).wait_to_read()
+    nd.waitall()
+    base = mx.engine.memory_info()["live"]
+    mx.engine.reset_memory_peaks()
+    y = net(x)
+    y.wait_to_read()
+    peak = mx.engine.memory_info()["peak_live"] - base
+    assert peak <= 4 * (4 << 20), f"peak {peak / 2**20:.1f} MiB over the live baseline"
+    np.testing.assert_allclose(y.asnumpy()[:3], np.full(3, _sin12(1.0)), rtol=1e-5)
+
+
+def _sin12(v):
+    for _ in range(12):
+        v = np.sin(np.float32(v))
+    return v

@@ -379,9 +379,15 @@ pub(crate) fn push_bulk(calls: Vec<BulkCall>) {
         (std::borrow::Cow::Borrowed("_bulk"), None)
     };
     let op = Op::new(name, move || {
-        for (call, f, site) in &calls {
-            let k = Kernel { ins: &call.inputs, outs: &call.outputs, taken: Cell::new(0) };
-            f(call, &k).map_err(|e| if e.op.is_some() { e } else { e.in_op(call.def.name).at(site.as_deref()) })?;
+        // Each call is dropped once it ran: its views are the last references to
+        // intermediates the frontend already released, so they are freed as soon
+        // as their last reader in the bulk is done, not when the bulk ends (holding
+        // them all cost ~100 MB of peak RSS in a ResNet-18 training step).
+        for (call, f, site) in calls {
+            let op_name = call.def.name;
+            let r = f(&call, &Kernel { ins: &call.inputs, outs: &call.outputs, taken: Cell::new(0) });
+            drop(call);
+            r.map_err(|e| if e.op.is_some() { e } else { e.in_op(op_name).at(site.as_deref()) })?;
         }
         Ok(())
     })
