@@ -21,8 +21,8 @@ use crate::opdef::{KernelFn, OpCall};
 use crate::storage::BulkCall;
 use std::cell::RefCell;
 
-/// Calls a bulk collects at most before they are pushed (MXNet's default segment
-/// size for inference, `MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN`, is 15).
+/// Calls a bulk collects at most before they are pushed (MXNet's training segments,
+/// `MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN`, default to 15 nodes).
 pub const MAX_CALLS: usize = 32;
 
 struct State {
@@ -60,8 +60,7 @@ thread_local! {
 pub fn set_size(size: usize) -> usize {
     flush();
     if size > 0 {
-        ensure_hook();
-        super::flush();
+        hand_over_chain();
     }
     STATE.with(|s| std::mem::replace(&mut s.borrow_mut().size, size))
 }
@@ -84,6 +83,13 @@ pub fn allowed(training: bool) -> bool {
     }
 }
 
+/// Before collecting starts: installs the engine's flush hook and pushes the fusion
+/// chain, so work issued before the bulk stays ahead of it.
+fn hand_over_chain() {
+    ensure_hook();
+    super::flush();
+}
+
 /// While it lives, this thread's operator calls are collected into bulk ops.
 /// Dropping it pushes what was collected (guards nest: the outermost one pushes).
 pub struct Bulk(());
@@ -92,8 +98,7 @@ impl Bulk {
     /// Starts collecting on this thread. Work held back before (a fusion chain)
     /// is handed to the engine first, so it stays ahead of the bulk.
     pub fn begin() -> Bulk {
-        ensure_hook();
-        super::flush();
+        hand_over_chain();
         STATE.with(|s| s.borrow_mut().depth += 1);
         Bulk(())
     }
