@@ -126,6 +126,10 @@ def make_op(d, public, env):
             else:
                 ins = [a for a in args if isinstance(a, NDArray)]
                 rest = [a for a in args if not isinstance(a, NDArray)]
+            # MXNet's count of the inputs: optional, checked when given.
+            num_args = kwargs.pop("num_args", None) if "num_args" not in attrs else None
+            if num_args is not None and int(num_args) != len(ins):
+                raise ValueError(f"{public}: num_args={num_args}, but {len(ins)} inputs were given")
         else:
             ins, rest = list(args[: len(inputs)]), args[len(inputs):]
             for nm in inputs[len(ins):]:

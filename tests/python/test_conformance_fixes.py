@@ -264,3 +264,46 @@ def test_fluent_methods_of_the_python_defined_operators():
     np.testing.assert_allclose(x.softmin().asnumpy(), nd.softmin(x).asnumpy())
     y = nd.ones((2, 1)).broadcast_axes(axis=1, size=3)
     assert y.shape == (2, 3)
+
+
+def test_add_n_is_one_table_operator_with_mxnets_graph_name():
+    # MXNet 1.9.1: ElementWiseSum is an alias of add_n; its graph JSON names the node add_n.
+    a, b = nd.array([[1, 2], [3, 4]]), nd.array([[10, 20], [30, 40]])
+    np.testing.assert_array_equal(nd.add_n(a, b, a).asnumpy(), [[12, 24], [36, 48]])
+    np.testing.assert_array_equal(nd.ElementWiseSum(a, b, num_args=2).asnumpy(), [[11, 22], [33, 44]])
+    with pytest.raises(ValueError, match="num_args=3"):
+        nd.add_n(a, b, num_args=3)
+    with pytest.raises(MXNetError, match=r"add_n.*\(2, 2\) and \(3,\)"):
+        nd.add_n(a, nd.ones((3,)))
+    a.attach_grad()
+    b.attach_grad()
+    with autograd.record():
+        y = nd.add_n(a, b, a) * 2
+    y.backward()
+    np.testing.assert_array_equal(a.grad.asnumpy(), np.full((2, 2), 4.0))
+    np.testing.assert_array_equal(b.grad.asnumpy(), np.full((2, 2), 2.0))
+    s = mx.sym.ElementWiseSum(mx.sym.var("x"), mx.sym.var("y"), name="esum")
+    node = json.loads(s.tojson())["nodes"][2]
+    assert (node["op"], node["name"], node["attrs"]) == ("add_n", "esum", {"num_args": "2"})
+    ex = s.bind(mx.cpu(), {"x": nd.array([1, 2]), "y": nd.array([3, 5])})
+    np.testing.assert_array_equal(ex.forward()[0].asnumpy(), [4, 7])
+
+
+def test_symbolic_executor_error_surfaces_at_waitall():
+    # MXNet's test_exc_symbolic: a bad random.normal (scale < 0) inside a bound graph raises
+    # MXNetError at the wait, for forward only and for forward + backward.
+    def run(backward):
+        x, y, z = mx.sym.var("x"), mx.sym.var("y"), mx.sym.var("z")
+        out = mx.sym.dot(z, mx.sym.ElementWiseSum(x, y, name="esum"))
+        out = mx.sym.make_loss(mx.sym.dot(out, mx.sym.random.normal(0, -1, (2, 2))))
+        args = {"x": nd.ones((2, 2)), "y": nd.ones((2, 2)), "z": nd.ones((3, 2))}
+        grads = {k: nd.empty(v.shape) for k, v in args.items()}
+        ex = out.bind(mx.cpu(), args=args, args_grad=grads)
+        ex.forward()
+        if backward:
+            ex.backward()
+        nd.waitall()
+
+    for backward in (False, True):
+        with pytest.raises(MXNetError):
+            run(backward)

@@ -1,6 +1,6 @@
 """Legacy ``nd`` operators composed of engine operators.
 
-``cumsum``, ``add_n``/``ElementWiseSum``, the
+``cumsum``, the
 ``*RegressionOutput``/``SoftmaxOutput`` losses (forward plus MXNet's fixed backward, through
 ``autograd.Function``), ``softmin``, ``space_to_depth``/``depth_to_space``,
 ``shape_array``/``size_array``, ``argmax_channel``, ``khatri_rao``, ``L2Normalization``,
@@ -19,7 +19,6 @@ from . import random as _rnd
 from .ndarray import NDArray
 
 __all__ = [
-    "ElementWiseSum",
     "L2Normalization",
     "LinearRegressionOutput",
     "LogisticRegressionOutput",
@@ -28,7 +27,6 @@ __all__ = [
     "Softmax",
     "SoftmaxActivation",
     "SoftmaxOutput",
-    "add_n",
     "all_finite",
     "amp_cast",
     "amp_multicast",
@@ -126,22 +124,6 @@ def cumsum(a, axis=None, dtype=None, out=None, name=None):
     from ..numpy import cumsum as _cs
 
     return _store(_legacy(_cs(_np(a), axis=axis, dtype=dtype), a), out)
-
-
-def add_n(*args, out=None, name=None, num_args=None):
-    """Elementwise sum of all the input arrays."""
-    if not args:
-        raise ValueError("add_n: needs at least one array")
-    res = args[0]
-    for x in args[1:]:
-        if x.shape != res.shape:
-            raise ValueError(f"add_n: all inputs must have the same shape, got {res.shape} and "
-                             f"{x.shape}")
-        res = res + x
-    return _store(res if len(args) > 1 else res.copy(), out)
-
-
-ElementWiseSum = add_n
 
 
 def identity(data, out=None, name=None):

@@ -4,6 +4,7 @@
 //! `cpu.rs` beside them. Every operator pushes its call to the engine and
 //! returns at once.
 
+pub mod add_n;
 pub mod allclose;
 pub mod binary;
 pub mod conv;
