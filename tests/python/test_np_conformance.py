@@ -66,3 +66,59 @@ def test_hybridized_np_block_keeps_numpy_semantics_of_array_methods():
 def test_random_parameters_outside_the_domain_raise_value_error(call):
     with pytest.raises(ValueError):
         call().asnumpy()
+
+
+@pytest.mark.parametrize("kw, err", [
+    ({"where": False}, NotImplementedError), ({"subok": False}, NotImplementedError),
+    ({"dtype": _np.int8}, NotImplementedError), ({"dtype": "abcdefg"}, TypeError),
+    ({"casting": "safe"}, NotImplementedError), ({"casting": "mxnet"}, TypeError),
+    ({"order": "C"}, NotImplementedError), ({"order": "mxnet"}, NotImplementedError),
+])
+@pytest.mark.parametrize("fn", ["abs", "fix", "isnan", "isposinf", "add", "invert"])
+def test_ufunc_keywords_are_checked_as_in_mxnet(fn, kw, err):
+    x = np.array([1, 2], dtype="int32")
+    args = (x, x) if fn == "add" else (x,)
+    with pytest.raises(err):
+        getattr(np, fn)(*args, **kw)
+    # the defaults are accepted
+    getattr(np, fn)(*args, where=True, casting="same_kind", order="K", dtype=None, subok=True)
+
+
+def test_isnan_out_must_be_bool():
+    x = np.array([1.0, _np.nan])
+    with pytest.raises(TypeError):
+        np.isnan(x, out=np.empty_like(x))
+    out = np.empty_like(x).astype("bool")
+    np.isnan(x, out)
+    assert out.asnumpy().tolist() == [False, True]
+
+
+def test_zero_sizes_are_sizes_in_np_shapes():
+    a = np.ones((1, 1))
+    a.attach_grad()
+    with mx.autograd.record():
+        b = np.broadcast_to(a, (2, 4, 0))
+    assert b.shape == (2, 4, 0)
+    b.backward()
+    assert a.grad.asnumpy().tolist() == [[0.0]]
+    assert np.broadcast_to(np.ones((5,)), (0, -2)).shape == (0, 5)  # MXNet's -2: keep
+    assert [r.shape for r in np.broadcast_arrays(np.ones((0,)), np.ones((2, 1)))] == [(2, 0)] * 2
+    assert np.eye(4, 0).shape == (4, 0)
+    assert np.eye(0).shape == (0, 0)
+    with pytest.raises(mx.base.MXNetError):
+        np.eye(-1)
+    assert [p.shape for p in np.split(np.ones((0, 4)), 2)] == [(0, 4), (0, 4)]
+    ind = np.indices((2, 0, 4))
+    assert ind.shape == (3, 2, 0, 4) and ind.dtype == _np.int32  # MXNet's default dtype
+
+
+def test_small_np_signature_fixes():
+    assert np.arange(0, 3, None).asnumpy().tolist() == [0.0, 1.0, 2.0]
+    assert np.array([-1.0, 0.5, 2.0]).clip(min=0, max=1).asnumpy().tolist() == [0, 0.5, 1]
+    assert [i.asnumpy().tolist() for i in np.nonzero(np.array(3.0))] == [[0]]  # MXNet's 0-d
+    assert np.argmin(np.array(2.0), axis=0).shape == ()
+    assert np.argmax(np.array(2.0), axis=-1).shape == ()
+    assert np.squeeze(np.array(2.0), -1).shape == ()
+    cat = np.concatenate([np.ones((2, 2)), np.zeros((3,))], axis=None)
+    assert cat.shape == (7,)
+    assert [i.asnumpy().tolist() for i in np.unravel_index(np.array([5, 1]), 10)] == [[5, 1]]

@@ -12,6 +12,7 @@ import numpy as _onp
 
 from .. import _native
 from .. import ndarray as _nd
+from ..base import MXNetError as _MXNetError
 from ..context import _ctx_str, current_context  # noqa: F401
 from ..ndarray.ndarray import _dtype_name, _np_default_dtype, _shape_arg
 from .multiarray import _default_float, ndarray
@@ -118,6 +119,7 @@ def empty_like(prototype, dtype=None, order="C", subok=False, shape=None):
 
 def arange(start, stop=None, step=1, dtype=None, ctx=None):
     """Evenly spaced values in ``[start, stop)`` (float32 unless ``dtype``)."""
+    step = 1 if step is None else step
     return _np(_nd.arange(start, stop, step, ctx=ctx, dtype=_dt(dtype)))
 
 
@@ -132,6 +134,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def eye(N, M=None, k=0, dtype=None, ctx=None):
     """A 2-d array with ones on diagonal ``k``."""
+    if N < 0 or (M is not None and M < 0):
+        raise _MXNetError(f"eye: negative dimensions are not allowed (N={N}, M={M})")
+    if M == 0 or N == 0:  # the legacy operator reads M=0 as "M = N"
+        return zeros((N, 0 if M is None else M), dtype=dtype, ctx=ctx)
     return _np(_nd.eye(N, M or 0, k, ctx=ctx, dtype=_dt(dtype)))
 
 
@@ -217,8 +223,11 @@ def transpose(a, axes=None):
 
 
 def concatenate(seq, axis=0, out=None):
-    """Join along ``axis``."""
-    return _nd.concat(*[asarray(x) for x in seq], dim=axis, out=out)
+    """Join along ``axis`` (``None``: of the flattened arrays)."""
+    arrs = [asarray(x) for x in seq]
+    if axis is None:
+        arrs, axis = [x.reshape(-1) for x in arrs], 0
+    return _nd.concat(*arrs, dim=axis, out=out)
 
 
 def stack(arrays, axis=0, out=None):
@@ -248,11 +257,13 @@ def where(condition, x=None, y=None):
 def nonzero(a):
     """Indices of nonzero elements, one int64 array per axis."""
     a = asarray(a)
+    if a.ndim == 0:  # MXNet 1.9.1 treats a 0-d array as 1-d (NumPy now refuses it)
+        a = a.reshape(1)
     idx = _onp.nonzero(a.asnumpy())
     return tuple(array(i, dtype="int64", ctx=a.context) for i in idx)
 
 
-def clip(a, a_min, a_max, out=None):
+def clip(a, a_min=None, a_max=None, out=None):
     """Values limited to ``[a_min, a_max]``."""
     return _nd.clip(asarray(a), a_min, a_max, out=out)
 
@@ -376,3 +387,7 @@ def _nonzero_method(self):
 
 ndarray.all, ndarray.any, ndarray.cumsum = _all_method, _any_method, _cumsum_method
 ndarray.std, ndarray.var, ndarray.nonzero = _std_method, _var_method, _nonzero_method
+
+from ._ufunc import wrap_ufuncs as _wrap_ufuncs
+
+_wrap_ufuncs(globals())
