@@ -122,3 +122,35 @@ def test_small_np_signature_fixes():
     cat = np.concatenate([np.ones((2, 2)), np.zeros((3,))], axis=None)
     assert cat.shape == (7,)
     assert [i.asnumpy().tolist() for i in np.unravel_index(np.array([5, 1]), 10)] == [[5, 1]]
+
+
+@pytest.mark.parametrize("fn", ["eig", "eigh", "eigvals", "eigvalsh"])
+@pytest.mark.parametrize("dtype", ["uint8", "int32", "int64"])
+def test_eig_family_decomposes_integer_matrices_in_float64(fn, dtype):
+    a = np.array(_np.array([[2, 1], [1, 2]]), dtype=dtype)
+    res = getattr(np.linalg, fn)(a)
+    vals = res[0] if isinstance(res, (tuple, list)) else res
+    assert vals.dtype == _np.float64  # as MXNet 1.9.1
+    _np.testing.assert_allclose(_np.sort(vals.asnumpy()), [1.0, 3.0], rtol=1e-6)
+
+
+def test_around_negative_decimals_rounds_integers():
+    x = _np.array([-15, -5, 5, 15, 25, -25, 149, -150], dtype="int32")
+    for d in (-1, -2, -3):
+        out = np.around(np.array(x, dtype="int32"), d)
+        assert out.dtype == _np.int32
+        assert out.asnumpy().tolist() == _np.around(x, d).tolist()
+
+
+def test_constraint_check_raises_value_error():
+    with pytest.raises(ValueError, match="broken"):
+        npx.constraint_check(np.zeros((2,), dtype="bool"), "broken")
+    with pytest.raises(mx.base.MXNetError):
+        npx.constraint_check(np.zeros((2,), dtype="bool"), "broken")
+
+
+def test_norm_takes_inf_as_a_string():
+    x = _np.array([[1.0, -3.0], [2.0, 1.0]], dtype="float32")
+    assert float(np.linalg.norm(np.array(x[0]), ord="inf")) == 3.0
+    assert float(np.linalg.norm(np.array(x[0]), ord="-inf")) == 1.0
+    assert float(np.linalg.norm(np.array(x), ord="inf", axis=(0, 1))) == 4.0

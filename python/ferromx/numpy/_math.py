@@ -190,7 +190,10 @@ def around(x, decimals=0, out=None):
     """Round to ``decimals`` places (halves to even, as NumPy and MXNet's np)."""
     x = _a(x)
     if not _is_float(x):
-        return _out(x.copy(), out)
+        if decimals >= 0 or x._dtype_name == "bool":
+            return _out(x.copy(), out)
+        # negative decimals round integers too (to tens, hundreds ...), in float64
+        return _out(around(x.astype("float64"), decimals).astype(x._dtype_name), out)
     if decimals == 0:
         return _out(_half_even(x), out)
     f = 10.0 ** decimals
