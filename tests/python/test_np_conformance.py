@@ -154,3 +154,33 @@ def test_norm_takes_inf_as_a_string():
     assert float(np.linalg.norm(np.array(x[0]), ord="inf")) == 3.0
     assert float(np.linalg.norm(np.array(x[0]), ord="-inf")) == 1.0
     assert float(np.linalg.norm(np.array(x), ord="inf", axis=(0, 1))) == 4.0
+
+
+@pytest.mark.parametrize("sa, sb", [((2,), (4, 2, 3)), ((4, 2, 3), (3,)), ((2, 1, 2, 3), (4, 3, 5)),
+                                    ((3, 4), (2, 4, 2)), ((3,), (3,)), ((2, 3), (3, 4))])
+def test_matmul_follows_numpy_broadcasting(sa, sb):
+    rng = _np.random.default_rng(0)
+    a_np, b_np = rng.random(sa).astype("float32"), rng.random(sb).astype("float32")
+    a, b = np.array(a_np), np.array(b_np)
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        y = np.matmul(a, b)
+    y.backward()
+    _np.testing.assert_allclose(y.asnumpy(), _np.matmul(a_np, b_np), rtol=1e-5, atol=1e-5)
+    # sum(a @ b) is linear in a: its gradient is the change from each unit step of a
+    base = _np.matmul(a_np, b_np).sum(dtype="float64")
+    ga = _np.zeros(a_np.size)
+    for i in range(a_np.size):
+        step = _np.zeros(a_np.size, dtype="float32")
+        step[i] = 1.0
+        ga[i] = _np.matmul(a_np + step.reshape(sa), b_np).sum(dtype="float64") - base
+    _np.testing.assert_allclose(a.grad.asnumpy(), ga.reshape(sa), rtol=1e-4, atol=1e-4)
+    assert b.grad.shape == sb
+
+
+def test_matmul_errors_are_mxnet_errors():
+    with pytest.raises(mx.base.MXNetError):
+        np.matmul(np.ones(()), np.ones((2,)))
+    with pytest.raises(mx.base.MXNetError):
+        np.matmul(np.ones((2, 3, 4)), np.ones((5, 4)))

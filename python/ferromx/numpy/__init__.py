@@ -13,6 +13,7 @@ import numpy as _onp
 from .. import _native
 from .. import ndarray as _nd
 from ..base import MXNetError as _MXNetError
+from ..base import MXNetValueError as _MXNetValueError
 from ..context import _ctx_str, current_context  # noqa: F401
 from ..ndarray.ndarray import _dtype_name, _np_default_dtype, _shape_arg
 from .multiarray import _default_float, ndarray
@@ -189,7 +190,38 @@ def dot(a, b, out=None):
     return _nd.dot(asarray(a), asarray(b), out=out)
 
 
-matmul = dot
+def matmul(a, b, out=None):
+    """Matrix product with NumPy's rules: 1-d operands get a temporary unit axis, leading
+    (batch) axes broadcast; runs ``dot`` or ``batch_dot`` on the engine."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise _MXNetValueError("matmul: Input operand does not have enough dimensions")
+    if a.ndim <= 2 and b.ndim <= 2:
+        return dot(a, b, out=out)
+    va, vb = a.ndim == 1, b.ndim == 1
+    a2 = a.reshape((1,) + a.shape) if va else a
+    b2 = b.reshape(b.shape + (1,)) if vb else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise _MXNetValueError(f"matmul: shapes {a.shape} and {b.shape} do not match in the "
+                               f"contracted dimension ({a2.shape[-1]} vs {b2.shape[-2]})")
+    try:
+        batch = _onp.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise _MXNetValueError(f"matmul: batch shapes of {a.shape} and {b.shape} cannot be "
+                               "broadcast together") from None
+    (n, k), m = a2.shape[-2:], b2.shape[-1]
+    from ._shape import broadcast_to
+
+    size = int(_onp.prod(batch))
+    a3 = broadcast_to(a2, batch + (n, k)).reshape((size, n, k))
+    b3 = broadcast_to(b2, batch + (k, m)).reshape((size, k, m))
+    res = _nd.batch_dot(a3, b3).reshape(batch + (n, m))
+    res = _np(res.reshape(res.shape[:-2] + (m,)) if va else res)
+    res = res.reshape(res.shape[:-1]) if vb else res
+    if out is not None:
+        out[...] = res
+        return out
+    return res
 
 
 def reshape(a, newshape, order="C"):
