@@ -184,3 +184,15 @@ def test_matmul_errors_are_mxnet_errors():
         np.matmul(np.ones(()), np.ones((2,)))
     with pytest.raises(mx.base.MXNetError):
         np.matmul(np.ones((2, 3, 4)), np.ones((5, 4)))
+
+
+def test_true_divide_and_divide_promote_like_the_operator():
+    x1 = np.array([[False, True]], dtype="bool")
+    x2 = np.array([[True, False]], dtype="bool")
+    for fn in (np.true_divide, np.divide):
+        res = fn(x1, x2)
+        assert res.dtype == _np.float32
+        assert res.asnumpy().tolist() == [[0.0, _np.inf]]
+    i = np.array([3, 4], dtype="int32")
+    assert np.true_divide(i, 2).dtype == _np.float32
+    assert np.true_divide(8, i).asnumpy().tolist() == [8 / 3, 2.0]

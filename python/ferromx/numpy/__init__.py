@@ -420,6 +420,24 @@ def _nonzero_method(self):
 ndarray.all, ndarray.any, ndarray.cumsum = _all_method, _any_method, _cumsum_method
 ndarray.std, ndarray.var, ndarray.nonzero = _std_method, _var_method, _nonzero_method
 
+
+def true_divide(x1, x2, out=None):
+    """``x1 / x2`` with the np operator's result dtype (integer and bool inputs give the
+    default float; the legacy ``broadcast_div`` keeps their dtype)."""
+    if isinstance(x1, _nd.NDArray):
+        res = _np(x1) / x2
+    elif isinstance(x2, _nd.NDArray):
+        res = x1 / _np(x2)
+    else:
+        return array(_onp.true_divide(x1, x2))
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
+divide = true_divide
+
 from ._ufunc import wrap_ufuncs as _wrap_ufuncs
 
 _wrap_ufuncs(globals())
