@@ -7,7 +7,7 @@ import numbers
 import numpy as _onp
 
 from . import ndarray as _nd
-from .base import MXNetError
+from .base import MXNetError, MXNetValueError
 
 
 def _np(x):
@@ -155,11 +155,12 @@ def erfinv(data):
 
 
 def constraint_check(input, msg="Constraint violated!"):
-    """``input`` (bool) if every element is true; raises ``MXNetError(msg)`` otherwise."""
+    """``input`` (bool) if every element is true; raises ``msg`` otherwise, as MXNet a
+    ``ValueError`` (``MXNetValueError``, also an ``MXNetError``)."""
     from .numpy import all as _all
 
     if not bool(_all(_np(input))):
-        raise MXNetError(msg)
+        raise MXNetValueError(msg)
     return _np(input).astype("bool")
 
 

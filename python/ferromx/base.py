@@ -427,3 +427,24 @@ def dtype_mx_to_np(dtype_idx):
         raise TypeError(f"dtype_mx_to_np: unknown MXNet dtype id {dtype_idx!r}")
     value = _DTYPE_MX_TO_NP[dtype_idx]
     return None if value is None else _np.dtype(value)
+
+
+#: operator-name prefixes of MXNet's np / npx operators and their submodules
+#: (``_np_random_x`` is ``np.random.x``; ``_npx_image_x`` is ``npx.image.x``)
+_NP_OP_PREFIX = "_np_"
+_NP_OP_SUBMODULE_LIST = ["_random_", "_linalg_"]
+_NP_EXT_OP_PREFIX = "_npx_"
+_NP_EXT_OP_SUBMODULE_LIST = ["_image_", "_random_"]
+_NP_INTERNAL_OP_PREFIX = "_npi_"
+
+
+def _get_op_submodule_name(op_name, op_name_prefix, submodule_name_list):
+    """The submodule part (``"_random_"`` ...) of ``op_name`` after ``op_name_prefix``, or
+    ``""`` when the operator lives in the root module."""
+    if not op_name.startswith(op_name_prefix):
+        raise ValueError(f"operator {op_name!r} does not start with {op_name_prefix!r}")
+    rest = op_name[len(op_name_prefix) :]
+    for sub in submodule_name_list:
+        if rest.startswith(sub):
+            return sub
+    return ""

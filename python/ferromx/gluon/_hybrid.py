@@ -17,7 +17,7 @@ from ..base import NotImplementedForSymbol
 from ..context import Context
 from ..ndarray import NDArray
 from ..symbol.executor import Plan
-from ..symbol.symbol import Symbol, tracing
+from ..symbol.symbol import NpSymbolUnsupported, Symbol, tracing
 from .parameter import DATA_GENERATION
 
 __all__ = ["CachedGraph", "call_cached", "export", "flatten", "regroup", "trace"]
@@ -157,7 +157,8 @@ def trace(block, args):
     inputs = [_sym.var(n) if a is not None else None for n, a in zip(names, args)]
     shapes = {n: a.shape for n, a in zip(names, args) if isinstance(a, NDArray)}
     dtypes = {n: a.dtype for n, a in zip(names, args) if isinstance(a, NDArray)}
-    with tracing(shapes, dtypes):
+    np_inputs = any(isinstance(a, NDArray) and a._is_np for a in args)
+    with tracing(shapes, dtypes, np_inputs):
         out = block._symbolic_call(*inputs)
     flat, fmt = flatten(out, "output")
     graph = _sym.Group(flat) if len(flat) > 1 else flat[0]
@@ -184,6 +185,9 @@ def call_cached(block, x, args):
             graph, data_names, fmt = trace(block, full)
         except NotImplementedForSymbol:
             raise  # value-dependent Python code: MXNet's error at trace time
+        except NpSymbolUnsupported:  # np semantics a legacy graph cannot express
+            block._cached_graphs[key] = _EAGER
+            return block._eager_forward(x, *args)
         except Exception as err:  # noqa: BLE001 - e.g. code that creates NDArrays itself
             warnings.warn(f"{type(block).__name__} '{block.name}' cannot be traced into a "
                           f"graph ({type(err).__name__}: {err}); it runs eagerly for inputs "

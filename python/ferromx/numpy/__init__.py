@@ -12,6 +12,8 @@ import numpy as _onp
 
 from .. import _native
 from .. import ndarray as _nd
+from ..base import MXNetError as _MXNetError
+from ..base import MXNetValueError as _MXNetValueError
 from ..context import _ctx_str, current_context  # noqa: F401
 from ..ndarray.ndarray import _dtype_name, _np_default_dtype, _shape_arg
 from .multiarray import _default_float, ndarray
@@ -118,6 +120,7 @@ def empty_like(prototype, dtype=None, order="C", subok=False, shape=None):
 
 def arange(start, stop=None, step=1, dtype=None, ctx=None):
     """Evenly spaced values in ``[start, stop)`` (float32 unless ``dtype``)."""
+    step = 1 if step is None else step
     return _np(_nd.arange(start, stop, step, ctx=ctx, dtype=_dt(dtype)))
 
 
@@ -132,6 +135,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 def eye(N, M=None, k=0, dtype=None, ctx=None):
     """A 2-d array with ones on diagonal ``k``."""
+    if N < 0 or (M is not None and M < 0):
+        raise _MXNetError(f"eye: negative dimensions are not allowed (N={N}, M={M})")
+    if M == 0 or N == 0:  # the legacy operator reads M=0 as "M = N"
+        return zeros((N, 0 if M is None else M), dtype=dtype, ctx=ctx)
     return _np(_nd.eye(N, M or 0, k, ctx=ctx, dtype=_dt(dtype)))
 
 
@@ -183,7 +190,38 @@ def dot(a, b, out=None):
     return _nd.dot(asarray(a), asarray(b), out=out)
 
 
-matmul = dot
+def matmul(a, b, out=None):
+    """Matrix product with NumPy's rules: 1-d operands get a temporary unit axis, leading
+    (batch) axes broadcast; runs ``dot`` or ``batch_dot`` on the engine."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim == 0 or b.ndim == 0:
+        raise _MXNetValueError("matmul: Input operand does not have enough dimensions")
+    if a.ndim <= 2 and b.ndim <= 2:
+        return dot(a, b, out=out)
+    va, vb = a.ndim == 1, b.ndim == 1
+    a2 = a.reshape((1,) + a.shape) if va else a
+    b2 = b.reshape(b.shape + (1,)) if vb else b
+    if a2.shape[-1] != b2.shape[-2]:
+        raise _MXNetValueError(f"matmul: shapes {a.shape} and {b.shape} do not match in the "
+                               f"contracted dimension ({a2.shape[-1]} vs {b2.shape[-2]})")
+    try:
+        batch = _onp.broadcast_shapes(a2.shape[:-2], b2.shape[:-2])
+    except ValueError:
+        raise _MXNetValueError(f"matmul: batch shapes of {a.shape} and {b.shape} cannot be "
+                               "broadcast together") from None
+    (n, k), m = a2.shape[-2:], b2.shape[-1]
+    from ._shape import broadcast_to
+
+    size = int(_onp.prod(batch))
+    a3 = broadcast_to(a2, batch + (n, k)).reshape((size, n, k))
+    b3 = broadcast_to(b2, batch + (k, m)).reshape((size, k, m))
+    res = _nd.batch_dot(a3, b3).reshape(batch + (n, m))
+    res = _np(res.reshape(res.shape[:-2] + (m,)) if va else res)
+    res = res.reshape(res.shape[:-1]) if vb else res
+    if out is not None:
+        out[...] = res
+        return out
+    return res
 
 
 def reshape(a, newshape, order="C"):
@@ -217,8 +255,11 @@ def transpose(a, axes=None):
 
 
 def concatenate(seq, axis=0, out=None):
-    """Join along ``axis``."""
-    return _nd.concat(*[asarray(x) for x in seq], dim=axis, out=out)
+    """Join along ``axis`` (``None``: of the flattened arrays)."""
+    arrs = [asarray(x) for x in seq]
+    if axis is None:
+        arrs, axis = [x.reshape(-1) for x in arrs], 0
+    return _nd.concat(*arrs, dim=axis, out=out)
 
 
 def stack(arrays, axis=0, out=None):
@@ -248,11 +289,13 @@ def where(condition, x=None, y=None):
 def nonzero(a):
     """Indices of nonzero elements, one int64 array per axis."""
     a = asarray(a)
+    if a.ndim == 0:  # MXNet 1.9.1 treats a 0-d array as 1-d (NumPy now refuses it)
+        a = a.reshape(1)
     idx = _onp.nonzero(a.asnumpy())
     return tuple(array(i, dtype="int64", ctx=a.context) for i in idx)
 
 
-def clip(a, a_min, a_max, out=None):
+def clip(a, a_min=None, a_max=None, out=None):
     """Values limited to ``[a_min, a_max]``."""
     return _nd.clip(asarray(a), a_min, a_max, out=out)
 
@@ -376,3 +419,25 @@ def _nonzero_method(self):
 
 ndarray.all, ndarray.any, ndarray.cumsum = _all_method, _any_method, _cumsum_method
 ndarray.std, ndarray.var, ndarray.nonzero = _std_method, _var_method, _nonzero_method
+
+
+def true_divide(x1, x2, out=None):
+    """``x1 / x2`` with the np operator's result dtype (integer and bool inputs give the
+    default float; the legacy ``broadcast_div`` keeps their dtype)."""
+    if isinstance(x1, _nd.NDArray):
+        res = _np(x1) / x2
+    elif isinstance(x2, _nd.NDArray):
+        res = x1 / _np(x2)
+    else:
+        return array(_onp.true_divide(x1, x2))
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
+divide = true_divide
+
+from ._ufunc import wrap_ufuncs as _wrap_ufuncs
+
+_wrap_ufuncs(globals())

@@ -26,10 +26,10 @@ __all__ = [
 
 def indices(dimensions, dtype=None, ctx=None):
     """An array of index grids, shape ``(len(dimensions),) + dimensions``."""
-    from . import arange, stack
+    from . import arange, broadcast_to, stack
 
     dims = tuple(int(d) for d in dimensions)
-    dt = dtype or "int64"
+    dt = dtype or "int32"  # MXNet 1.9.1's default
     if not dims:
         from . import zeros
 
@@ -38,7 +38,7 @@ def indices(dimensions, dtype=None, ctx=None):
     for i, d in enumerate(dims):
         view = [1] * len(dims)
         view[i] = d
-        grids.append(arange(d, dtype=dt, ctx=ctx).reshape(view).broadcast_to(dims))
+        grids.append(broadcast_to(arange(d, dtype=dt, ctx=ctx).reshape(view), dims))
     return stack(grids, axis=0)
 
 
@@ -84,6 +84,8 @@ def unravel_index(indices, shape, order="C"):
     division and modulo on the engine)."""
     if order != "C":
         raise NotImplementedError("unravel_index: only order='C' is supported")
+    if isinstance(shape, numbers.Integral):
+        shape = (shape,)
     idx = _index_array(indices, None)
     out = []
     rest = idx.astype("int64")

@@ -85,6 +85,14 @@ def _out(res, out):
     return res
 
 
+def _bool_out(res, out, fn):
+    """``_out`` for a test whose result is bool: an ``out`` of another dtype is a TypeError
+    (MXNet 1.9.1 does not cast there)."""
+    if out is not None and out._dtype_name != "bool":
+        raise TypeError(f"{fn}: out must be a bool array, got {out._dtype_name}")
+    return _out(res, out)
+
+
 def _bool(x):
     return x.astype("bool")
 
@@ -99,27 +107,27 @@ def isnan(x, out=None):
     from . import zeros
 
     if not _is_float(x):
-        return _out(zeros(x.shape, dtype="bool", ctx=x.context), out)
+        return _bool_out(zeros(x.shape, dtype="bool", ctx=x.context), out, "isnan")
     res = x != x  # noqa: PLR0124 - the NaN test, on the engine
-    return _out(res, out)
+    return _bool_out(res, out, "isnan")
 
 
 def isinf(x, out=None):
     """Elementwise infinity test (a bool array)."""
     x = _a(x)
-    return _out(_nd.abs(x) == _onp.inf if _is_float(x) else isnan(x), out)
+    return _bool_out(_nd.abs(x) == _onp.inf if _is_float(x) else isnan(x), out, "isinf")
 
 
 def isposinf(x, out=None):
     """Elementwise +inf test."""
     x = _a(x)
-    return _out(x == _onp.inf if _is_float(x) else isnan(x), out)
+    return _bool_out(x == _onp.inf if _is_float(x) else isnan(x), out, "isposinf")
 
 
 def isneginf(x, out=None):
     """Elementwise -inf test."""
     x = _a(x)
-    return _out(x == -_onp.inf if _is_float(x) else isnan(x), out)
+    return _bool_out(x == -_onp.inf if _is_float(x) else isnan(x), out, "isneginf")
 
 
 def isfinite(x, out=None):
@@ -128,7 +136,7 @@ def isfinite(x, out=None):
     from . import ones
 
     res = _nd.abs(x) < _onp.inf if _is_float(x) else ones(x.shape, dtype="bool", ctx=x.context)
-    return _out(res, out)
+    return _bool_out(res, out, "isfinite")
 
 
 def signbit(x, out=None):
@@ -182,7 +190,10 @@ def around(x, decimals=0, out=None):
     """Round to ``decimals`` places (halves to even, as NumPy and MXNet's np)."""
     x = _a(x)
     if not _is_float(x):
-        return _out(x.copy(), out)
+        if decimals >= 0 or x._dtype_name == "bool":
+            return _out(x.copy(), out)
+        # negative decimals round integers too (to tens, hundreds ...), in float64
+        return _out(around(x.astype("float64"), decimals).astype(x._dtype_name), out)
     if decimals == 0:
         return _out(_half_even(x), out)
     f = 10.0 ** decimals

@@ -156,7 +156,7 @@ def split(ary, indices_or_sections, axis=0):
             raise ValueError(f"split: array split does not result in an equal division "
                              f"(axis {axis} of length {n} into {indices_or_sections})")
         step = n // indices_or_sections
-        indices_or_sections = list(range(step, n, step))
+        indices_or_sections = [step * i for i in range(1, indices_or_sections)]
     return _split_at(ary, list(indices_or_sections), ax)
 
 
@@ -349,11 +349,33 @@ def rollaxis(a, axis, start=0):
 
 def broadcast_to(array, shape):
     """``array`` broadcast to ``shape`` (a new array)."""
-    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(shape)
+    shape = (shape,) if isinstance(shape, numbers.Integral) else tuple(int(d) for d in shape)
     array = _a(array)
+    if -2 in shape:  # MXNet's extension: -2 keeps the input's size on that axis
+        lead = len(shape) - array.ndim
+        shape = tuple(array.shape[ax - lead] if d == -2 and ax >= lead else d
+                      for ax, d in enumerate(shape))
     if array.shape == shape:
         return array.copy()
-    return array.broadcast_to(shape)
+    if len(shape) < array.ndim or _onp.broadcast_shapes(array.shape, shape) != shape:
+        raise ValueError(f"broadcast_to: input operand of shape {array.shape} cannot be "
+                         f"broadcast to {shape}")
+    return _broadcast(array, shape)
+
+
+def _broadcast(x, shape):
+    """``x`` broadcast to the (valid) ``shape``; a 0 there is a size, as in NumPy (the
+    legacy operator reads it as "keep"): broadcast to size 1 then take an empty slice."""
+    if x.shape == shape:
+        return x
+    lead = len(shape) - x.ndim
+    src = (1,) * lead + tuple(x.shape)
+    empty = [ax for ax, d in enumerate(shape) if d == 0 and src[ax] == 1]
+    full = tuple(1 if ax in empty else d for ax, d in enumerate(shape))
+    res = x.broadcast_to(full)
+    for ax in empty:
+        res = _nd.slice_axis(res, axis=ax, begin=0, end=0)
+    return res
 
 
 def broadcast_arrays(*args):
@@ -364,7 +386,7 @@ def broadcast_arrays(*args):
     except ValueError as e:
         raise ValueError(f"broadcast_arrays: shapes {[x.shape for x in arrs]} cannot be "
                          f"broadcast together") from e
-    return [x if x.shape == shp else x.broadcast_to(shp) for x in arrs]
+    return [_broadcast(x, shp) for x in arrs]
 
 
 def append(arr, values, axis=None):

@@ -122,10 +122,18 @@ def svd(a):
     return _call("_npi_svd", [a])
 
 
+def _float64_if_int(a):
+    """Integer and bool matrices are decomposed in float64, as MXNet's eig/eigh do."""
+    return a.astype("float64") if a._dtype_name in _INTS else a
+
+
+_INTS = ("bool", "uint8", "int8", "int32", "int64")
+
+
 def eigh(a, UPLO="L"):
     """Eigenvalues (ascending) and eigenvectors (columns) of each symmetric matrix, reading the
     ``UPLO`` triangle."""
-    a = _arr(a)
+    a = _float64_if_int(_arr(a))
     if UPLO not in ("L", "U"):
         raise ValueError(f"eigh: UPLO argument must be 'L' or 'U', got {UPLO!r}")
     return _call("_npi_eigh", [a], _name="eigh", UPLO=UPLO)
@@ -139,7 +147,7 @@ def eigvalsh(a, UPLO="L"):
 def eig(a):
     """Eigenvalues and unit eigenvectors (columns) of each square matrix. Complex eigenvalues
     are an error (as MXNet: ferromx arrays are real). The order may differ from LAPACK's."""
-    a = _arr(a)
+    a = _float64_if_int(_arr(a))
     return _call("_npi_eig", [a], _name="eig")
 
 
@@ -267,8 +275,11 @@ def _matrix_norm(x, ord, axis, keepdims):
 
 def norm(x, ord=None, axis=None, keepdims=False):
     """Vector or matrix norm (NumPy's ``ord`` rules; ``axis`` an int or a pair; the spectral
-    norms 2, -2 and 'nuc' from singular values)."""
+    norms 2, -2 and 'nuc' from singular values). As MXNet, ``ord`` may also be the strings
+    ``'inf'`` and ``'-inf'``."""
     x = _arr(x)
+    if isinstance(ord, str) and ord in ("inf", "-inf"):
+        ord = float(ord)
     if x._dtype_name not in _FLOATS:
         x = x.astype(_default_float())
     if axis is None:

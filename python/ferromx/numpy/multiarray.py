@@ -114,6 +114,8 @@ def _squeeze(self, axis=None):
         shape = [d for d in self.shape if d != 1]
     else:
         axes = (axis,) if isinstance(axis, numbers.Integral) else tuple(axis)
+        if self.ndim == 0 and set(axes) <= {0, -1}:  # NumPy's 0-d special case
+            return self.copy()
         axes = {a + self.ndim if a < 0 else a for a in axes}
         for a in axes:
             if not 0 <= a < self.ndim or self.shape[a] != 1:
@@ -149,6 +151,8 @@ def _reduce(op):
 
 def _arg(op):
     def fn(self, axis=None, out=None):
+        if self.ndim == 0 and axis in (0, -1):  # NumPy (and MXNet) accept these on 0-d
+            axis = None
         res = invoke(op, [self], axis=axis).astype("int64")
         if out is not None:
             out[...] = res
@@ -192,6 +196,13 @@ def _invert(self):
     if self._dtype_name != "bool":
         raise TypeError(f"invert: only bool arrays are supported (got {self._dtype_name})")
     return invoke("logical_not", [self]).astype("bool")
+
+
+def _clip(self, min=None, max=None, out=None):
+    """Values limited to ``[min, max]`` (``ndarray.clip`` takes ``min``/``max``)."""
+    from . import clip
+
+    return clip(self, min, max, out=out)
 
 
 def _astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
@@ -257,6 +268,7 @@ ndarray.transpose = _transpose
 ndarray.T = property(lambda self: _transpose(self), doc="Transpose (a new array).")
 ndarray.squeeze = _squeeze
 ndarray.astype = _astype
+ndarray.clip = _clip
 ndarray.item = _item
 for _op in ("sum", "mean", "prod", "max", "min"):
     setattr(ndarray, _op, _reduce(_op))

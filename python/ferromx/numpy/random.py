@@ -159,6 +159,20 @@ def randn(*size, **kwargs):
     return normal(size=size or None, **kwargs)
 
 
+def _check(fn, what, params, ok):
+    """MXNet's ValueError for a parameter (scalar or array) outside its domain:
+    ``ok(values)`` is an elementwise test on a NumPy array."""
+    for p in params:
+        vals = p.asnumpy() if isinstance(p, _nd.NDArray) else _onp.asarray(p, dtype="float64")
+        if vals.size and not _onp.all(ok(vals)):
+            raise ValueError(f"{fn}: {what} (got {vals.min() if vals.ndim else vals})")
+
+
+def _positive(fn, *params, strict=True):
+    _check(fn, "parameters must be positive" if strict else "parameters must be non-negative",
+           params, (lambda v: v > 0) if strict else (lambda v: v >= 0))
+
+
 def _from_unit(fn, params, size, ctx, dtype, transform, out):
     shp, ctx, dt = _size(size, params, fn), _ctx(ctx, params), _dtype(dtype, params)
     u = _unit(shp, ctx)
@@ -189,30 +203,35 @@ def laplace(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, out=None):
 
 def rayleigh(scale=1.0, size=None, ctx=None, out=None):
     """Rayleigh samples: ``scale * sqrt(-2 log(1 - u))``."""
+    _positive("rayleigh", scale, strict=False)
     return _from_unit("rayleigh", (scale,), size, ctx, None,
                       lambda u, s: s * _nd.sqrt(-2.0 * _nd.log1p(-u)), out)
 
 
 def exponential(scale=1.0, size=None, ctx=None, out=None):
     """Exponential samples with mean ``scale``."""
+    _positive("exponential", scale, strict=False)
     return _from_unit("exponential", (scale,), size, ctx, None,
                       lambda u, s: -s * _nd.log1p(-u), out)
 
 
 def weibull(a, size=None, ctx=None, out=None):
     """Weibull samples of shape ``a``: ``(-log(1 - u)) ** (1 / a)``."""
+    _positive("weibull", a)
     return _from_unit("weibull", (a,), size, ctx, None,
                       lambda u, k: (-_nd.log1p(-u)) ** (1.0 / k), out)
 
 
 def pareto(a, size=None, ctx=None, out=None):
     """Pareto II (Lomax) samples, as NumPy's: ``(1 - u) ** (-1 / a) - 1``."""
+    _positive("pareto", a)
     return _from_unit("pareto", (a,), size, ctx, None,
                       lambda u, k: _nd.exp(-_nd.log1p(-u) / k) - 1.0, out)
 
 
 def power(a, size=None, ctx=None, out=None):
     """Power-distribution samples on [0, 1]: ``u ** (1 / a)``."""
+    _positive("power", a)
     return _from_unit("power", (a,), size, ctx, None, lambda u, k: u ** (1.0 / k), out)
 
 
@@ -220,9 +239,8 @@ def gamma(shape, scale=1.0, size=None, dtype=None, ctx=None, out=None):
     """Gamma samples with ``shape`` (k) and ``scale`` (theta)."""
     ps = (shape, scale)
     shp, ctx, dt = _size(size, ps, "gamma"), _ctx(ctx, ps), _dtype(dtype, ps)
+    _positive("gamma", shape, scale)
     if not any(isinstance(p, _nd.NDArray) for p in ps):
-        if not float(shape) > 0 or not float(scale) > 0:
-            raise ValueError(f"gamma: shape and scale must be positive, got {shape}, {scale}")
         return _out(_draw("_random_gamma", shp, ctx, dt, alpha=float(shape),
                           beta=float(scale)), out)
     k = _np(shape).astype(dt) if isinstance(shape, _nd.NDArray) else None

@@ -21,17 +21,36 @@ __all__ = ["Group", "Symbol", "Variable", "load", "load_json", "var"]
 _TRACE = threading.local()
 
 
+_NP_TRACE = threading.local()
+
+
+class NpSymbolUnsupported(Exception):
+    """A hybridized block fed ``np.ndarray`` inputs called an array method whose legacy
+    Symbol meaning differs from NumPy's (``x.max(axis=())``, ``x.flatten()`` ...); ferromx
+    has no np symbols, so the block runs eagerly for that signature instead."""
+
+
 @contextlib.contextmanager
-def tracing(shapes, dtypes=None):
+def tracing(shapes, dtypes=None, np_inputs=False):
     """While a hybridized block traces for one input signature: its symbols report the
     ``shape``/``ndim``/``dtype`` inferred from those input shapes (``{name: shape}``), so
-    shape-dependent layer code traces (an extension: MXNet's symbols have no shape)."""
+    shape-dependent layer code traces (an extension: MXNet's symbols have no shape).
+    ``np_inputs``: the inputs are ``np.ndarray``s, so Symbol array methods (legacy
+    semantics) raise :class:`NpSymbolUnsupported`."""
     old = getattr(_TRACE, "value", None)
+    old_np = getattr(_NP_TRACE, "value", False)
     _TRACE.value = (dict(shapes), dict(dtypes or {}))
+    _NP_TRACE.value = bool(np_inputs)
     try:
         yield
     finally:
         _TRACE.value = old
+        _NP_TRACE.value = old_np
+
+
+def _check_np_method(name):
+    if getattr(_NP_TRACE, "value", False):
+        raise NpSymbolUnsupported(f"Symbol.{name} has legacy semantics; np inputs run eagerly")
 
 
 class _Node:
@@ -448,6 +467,7 @@ class Symbol:
 
     def reshape(self, *shape, **kwargs):
         """Reshape (the ``Reshape`` operator; MXNet's special codes)."""
+        _check_np_method("reshape")
         if len(shape) == 1 and isinstance(shape[0], (list, tuple)):
             shape = shape[0]
         if shape:
@@ -742,7 +762,8 @@ def _install_fluent():
                 continue
             fn = _FNS[public]
 
-            def method(self, *args, _fn=fn, **kwargs):
+            def method(self, *args, _fn=fn, _name=public, **kwargs):
+                _check_np_method(_name)
                 return _fn(self, *args, **kwargs)
 
             method.__name__ = public
