@@ -201,16 +201,37 @@ def build_contrib(env):
     return {public: make_op(d, public, env) for d in TABLE for public in contrib_names(d)}
 
 
+def _np_unary(fn, onp_fn, NDArray):
+    """``mx.np``'s unary ufunc: an array runs the operator, a Python or NumPy scalar is
+    computed by NumPy's ufunc of the same name (as MXNet 1.9.1's np returns a NumPy scalar)."""
+    def unary(x, *args, **kwargs):
+        if isinstance(x, _SCALAR_TYPES) and not isinstance(x, NDArray):
+            if kwargs.get("out") is not None:
+                raise TypeError(f"{fn.__name__}: out= needs an array input, got a scalar")
+            kwargs.pop("out", None)
+            return onp_fn(x, *args, **kwargs)
+        return fn(x, *args, **kwargs)
+
+    unary.__name__ = unary.__qualname__ = fn.__name__
+    unary.__doc__ = fn.__doc__
+    return unary
+
+
 def install_aliases(ns, namespace, nd):
     """Binds the table's ``np`` or ``npx`` aliases (``namespace``) in module dict ``ns``
     to the ``nd`` (or ``nd.contrib``) functions, where the module does not define the
-    name itself."""
+    name itself. ``np`` aliases of unary elementwise operators also take scalars."""
     for d in TABLE:
         for alias in d[namespace]:
             if alias not in ns:
                 names = nd_names(d)
-                ns[alias] = (getattr(nd, names[0]) if names
-                             else getattr(nd.contrib, contrib_names(d)[0]))
+                fn = (getattr(nd, names[0]) if names
+                      else getattr(nd.contrib, contrib_names(d)[0]))
+                scalar = d["scalar"]
+                if (namespace == "np" and scalar is not None and scalar[0] == "unary"
+                        and isinstance(getattr(_onp, alias, None), _onp.ufunc)):
+                    fn = _np_unary(fn, getattr(_onp, alias), nd.NDArray)
+                ns[alias] = fn
 
 
 def fluent_names():

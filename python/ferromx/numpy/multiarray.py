@@ -279,3 +279,5 @@ ndarray.__or__ = ndarray.__ror__ = _logical("broadcast_logical_or", "logical_or"
 ndarray.__xor__ = ndarray.__rxor__ = _logical("broadcast_logical_xor", "logical_xor")
 ndarray.__invert__ = _invert
 ndarray.__module__ = "ferromx.numpy"
+
+from ._protocol import _NUMPY_ARRAY_FUNCTION_DICT, _NUMPY_ARRAY_UFUNC_DICT  # noqa: F401
