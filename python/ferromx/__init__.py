@@ -20,7 +20,7 @@ from . import random
 from . import profiler
 from . import numpy as np  # noqa: F401
 from . import numpy_extension
-from . import numpy_dispatch_protocol  # registers NumPy's dispatch to mx.np
+from . import numpy_dispatch_protocol  # noqa: F401 - registers NumPy's dispatch to mx.np
 from . import numpy_extension as npx
 from . import util
 from . import image
