@@ -24,34 +24,9 @@ __all__ = [
 ]
 
 
-def _numpy_at_least(major, minor):
-    parts = _onp.__version__.split(".")
-    return (int(parts[0]), int("".join(c for c in parts[1] if c.isdigit()) or 0)) >= (major, minor)
-
-
-def _find_duplicate(names):
-    seen = set()
-    for s in names:
-        if s in seen:
-            return s
-        seen.add(s)
-    return None
-
-
-def _implements(numpy_function):
-    """A decorator registering ``func`` as ``numpy_function``'s ``__array_function__``
-    implementation."""
-    def decorator(func):
-        _NUMPY_ARRAY_FUNCTION_DICT[numpy_function] = func
-        return func
-    return decorator
-
-
-def _protocol_runner(func, kind, major, minor):
+def _protocol_runner(func, kind):
     @functools.wraps(func)
     def run(*args, **kwargs):
-        if not _numpy_at_least(major, minor):
-            return
         try:
             func(*args, **kwargs)
         except Exception as e:  # MXNet re-raises every failure as RuntimeError
@@ -61,15 +36,15 @@ def _protocol_runner(func, kind, major, minor):
 
 
 def with_array_function_protocol(func):
-    """Runs ``func`` only where NumPy has ``__array_function__`` (1.17 and later); any
-    exception becomes a ``RuntimeError`` naming ``func`` (as in MXNet). Returns ``None``."""
-    return _protocol_runner(func, "function", 1, 17)
+    """Runs ``func``; any exception becomes a ``RuntimeError`` naming ``func`` (as in MXNet,
+    which also skips ``func`` on NumPy < 1.17; ferromx needs NumPy >= 1.23). Returns ``None``."""
+    return _protocol_runner(func, "function")
 
 
 def with_array_ufunc_protocol(func):
-    """Runs ``func`` only where NumPy has ``__array_ufunc__`` (1.15 and later); any
-    exception becomes a ``RuntimeError`` naming ``func`` (as in MXNet). Returns ``None``."""
-    return _protocol_runner(func, "ufunc", 1, 15)
+    """Runs ``func``; any exception becomes a ``RuntimeError`` naming ``func`` (as in MXNet,
+    which also skips ``func`` on NumPy < 1.15). Returns ``None``."""
+    return _protocol_runner(func, "ufunc")
 
 
 #: NumPy functions dispatched to ``mx.np`` through ``__array_function__`` (MXNet 1.9.1's list)
@@ -112,9 +87,6 @@ def _lookup(module, dotted):
 
 def _register_array_function():
     """Maps each listed NumPy function to the ``mx.np`` function of the same name."""
-    dup = _find_duplicate(_NUMPY_ARRAY_FUNCTION_LIST)
-    if dup is not None:
-        raise ValueError(f"Duplicate operator name {dup} in _NUMPY_ARRAY_FUNCTION_LIST")
     for name in _NUMPY_ARRAY_FUNCTION_LIST:
         onp_func = _lookup(_onp, name)
         if onp_func is None:  # removed from the installed NumPy
@@ -122,16 +94,13 @@ def _register_array_function():
         mx_func = _lookup(_mx_np, name)
         if mx_func is None:
             raise AttributeError(f"mxnet.numpy does not have operator named {name}")
-        _implements(onp_func)(mx_func)
+        _NUMPY_ARRAY_FUNCTION_DICT[onp_func] = mx_func
 
 
 def _register_array_ufunc():
     """Maps each listed ufunc name to the ``mx.np`` function of that name, and also the
     installed NumPy's ``ufunc.__name__`` where it differs (NumPy 2's ``true_divide`` is
     ``divide``), which is what ``__array_ufunc__`` sees."""
-    dup = _find_duplicate(_NUMPY_ARRAY_UFUNC_LIST)
-    if dup is not None:
-        raise ValueError(f"Duplicate operator name {dup} in _NUMPY_ARRAY_UFUNC_LIST")
     for name in _NUMPY_ARRAY_UFUNC_LIST:
         mx_func = getattr(_mx_np, name, None)
         if mx_func is None:
