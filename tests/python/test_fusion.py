@@ -67,6 +67,8 @@ def test_fused_equals_unfused_bitwise_large():
 
 def test_every_flush_trigger():
     x = nd.ones((4,))
+    assert _native.fusion_pending() == 1  # a constant is elementwise too
+    x.wait_to_read()
     for trigger in (
         lambda y: y.wait_to_read(),
         lambda y: y.is_ready(),  # non-blocking, but it must see the pending write

@@ -28,6 +28,7 @@ fn scalar_form<'py>(py: Python<'py>, d: &OpDef, out: &Bound<'py, PyDict>) -> PyR
             out.set_item("rscalar_op", op.scalar_def(true).name)?;
         }
         Some(ScalarForm::Scalar(op, rev)) => out.set_item("scalar", ("scalar", format!("{op:?}"), *rev))?,
+        Some(ScalarForm::Fill) => out.set_item("scalar", ("fill", "", false))?,
         None => out.set_item("scalar", py.None())?,
     }
     Ok(())

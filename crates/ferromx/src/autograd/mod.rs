@@ -97,6 +97,52 @@ pub(crate) struct Node {
     sym: Mutex<Option<NodeSym>>,
 }
 
+thread_local! {
+    /// Outputs saved (by [`save_output`]) for the node the next [`record`] makes.
+    static PENDING: std::cell::RefCell<Vec<(usize, Arc<SavedLink>)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Where a saved output sits in the graph: its node (weakly) and output index.
+#[derive(Default)]
+struct SavedLink(Mutex<Option<(Weak<Node>, usize)>>);
+
+/// An output of an operation, kept by the operation's own backward closure.
+///
+/// The closure lives in the output's node, and the output points at that node, so
+/// holding the output itself would be a reference cycle: a graph that is never
+/// differentiated (outputs computed inside `record()` and dropped, as in evaluation
+/// or a metric) would never be freed. `Saved` keeps the storage and only a weak
+/// link to the node; [`Saved::get`] gives the output back, still in the graph (so
+/// `create_graph` differentiates through it), while the node is alive, which it is
+/// whenever its backward runs.
+pub struct Saved {
+    data: NDArray,
+    link: Arc<SavedLink>,
+}
+
+impl Saved {
+    /// The saved output, with its autograd entry while its node lives.
+    pub fn get(&self) -> NDArray {
+        let link = self.link.0.lock().as_ref().and_then(|(w, i)| w.upgrade().map(|n| (n, *i)));
+        match link {
+            Some((node, index)) => {
+                let a = self.data.detach();
+                a.0.ag.lock().entry = Some(Entry { node, index });
+                a
+            }
+            None => self.data.clone(),
+        }
+    }
+}
+
+/// Saves `out`, an output of the operation about to be [`record`]ed, for that
+/// operation's backward closure (see [`Saved`]).
+pub fn save_output(out: &NDArray) -> Saved {
+    let link = Arc::new(SavedLink::default());
+    PENDING.with(|p| p.borrow_mut().push((Arc::as_ptr(&out.0) as usize, link.clone())));
+    Saved { data: out.detach(), link }
+}
+
 /// Whether an op on `inputs` should be recorded (recording on and some input
 /// needs a gradient). Ops build their backward closure only when this holds.
 pub fn needs_record(inputs: &[&NDArray]) -> bool {
@@ -116,6 +162,12 @@ pub fn record(name: &'static str, inputs: &[&NDArray], outputs: &[&NDArray], bac
     });
     for (i, o) in outputs.iter().enumerate() {
         o.0.ag.lock().entry = Some(Entry { node: node.clone(), index: i });
+    }
+    let pending = PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()));
+    for (ptr, link) in pending {
+        if let Some(i) = outputs.iter().position(|o| Arc::as_ptr(&o.0) as usize == ptr) {
+            *link.0.lock() = Some((Arc::downgrade(&node), i));
+        }
     }
 }
 

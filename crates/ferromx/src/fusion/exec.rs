@@ -26,28 +26,53 @@ pub(crate) struct Program {
     pub(crate) n: usize,
     /// Per step, the output it writes straight into (see [`Program::new`]).
     direct: Vec<Option<usize>>,
+    /// Per step, whether it is not run: nothing stored reads it, or it is a copy
+    /// whose operand was computed straight into the copy's output.
+    skip: Vec<bool>,
 }
 
 impl Program {
-    /// A program; decides once which steps bypass their tile. A step whose value is
-    /// one output and that no later step reads is computed straight into the output
-    /// (no tile, no copy); other values live in tiles.
+    /// A program; decides once which steps run and which bypass their tile.
+    ///
+    /// - A step nothing stored depends on is not run (a constant folded into its
+    ///   reader's scalar form, say).
+    /// - A step whose value is one output and that no later step reads is computed
+    ///   straight into the output (no tile, no copy); other values live in tiles.
+    /// - A copy (`grad[:] = value`) whose operand nothing else reads is not run: the
+    ///   operand is computed straight into the copy's output.
     pub(crate) fn new(ext: Vec<DType>, steps: Vec<PStep>, outs: Vec<usize>, n: usize) -> Program {
-        let mut read_later = vec![false; steps.len()];
-        for s in &steps {
-            for a in &s.args {
-                if let Src::Reg(r) = *a {
-                    read_later[r as usize] = true;
+        let mut live = vec![false; steps.len()];
+        for &o in &outs {
+            live[o] = true;
+        }
+        let mut readers = vec![0u32; steps.len()];
+        for j in (0..steps.len()).rev() {
+            if live[j] {
+                for a in &steps[j].args {
+                    if let Src::Reg(r) = *a {
+                        live[r as usize] = true;
+                        readers[r as usize] += 1;
+                    }
                 }
             }
         }
-        let direct = (0..steps.len())
+        let mut direct: Vec<Option<usize>> = (0..steps.len())
             .map(|j| match outs.iter().filter(|&&o| o == j).count() {
-                1 if !read_later[j] => outs.iter().position(|&o| o == j),
+                1 if readers[j] == 0 => outs.iter().position(|&o| o == j),
                 _ => None,
             })
             .collect();
-        Program { ext, steps, outs, n, direct }
+        let mut skip: Vec<bool> = live.iter().map(|l| !l).collect();
+        for j in 0..steps.len() {
+            if let (Step::Copy, Some(oi), [Src::Reg(r)]) = (steps[j].step, direct[j], steps[j].args.as_slice()) {
+                let r = *r as usize;
+                if readers[r] == 1 && !outs.contains(&r) && steps[r].dtype == steps[j].dtype {
+                    direct[r] = Some(oi);
+                    skip[j] = true;
+                }
+            }
+        }
+        Program { ext, steps, outs, n, direct, skip }
     }
 }
 
@@ -84,12 +109,16 @@ pub(crate) fn run(p: &Program, k: &Kernel) -> Result<(), OpFailure> {
 fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, len: usize) {
     let tile = TILE.min(len);
     let direct = &p.direct;
-    let mut bufs: Vec<Buf> =
-        p.steps.iter().zip(direct).map(|(s, d)| Buf::new(s.dtype, if d.is_some() { 0 } else { tile })).collect();
+    let mut bufs: Vec<Buf> = (0..p.steps.len())
+        .map(|j| Buf::new(p.steps[j].dtype, if direct[j].is_some() || p.skip[j] { 0 } else { tile }))
+        .collect();
     let mut t = 0;
     while t < len {
         let m = tile.min(len - t);
         for (j, s) in p.steps.iter().enumerate() {
+            if p.skip[j] {
+                continue;
+            }
             let (lo, hi) = bufs.split_at_mut(j);
             let mut o = match direct[j] {
                 Some(oi) => outs[oi].sub_mut(t, m),
@@ -102,13 +131,7 @@ fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, le
                     Src::Reg(r) => lo[r as usize].as_in(m),
                 }
             };
-            match s.step {
-                Step::Unary(u) => crate::ops::unary::run_tile(u, &arg(s.args[0]), &mut o, m),
-                Step::Binary(op) => crate::ops::binary::binary_tile(op, &arg(s.args[0]), &arg(s.args[1]), &mut o, m),
-                Step::Scalar(op, rev, c) => crate::ops::binary::scalar_tile(op, rev, c, &arg(s.args[0]), &mut o, m),
-                Step::Cast => crate::ops::cast_tile(&arg(s.args[0]), &mut o, m),
-                Step::Copy => o.copy_from(&arg(s.args[0])),
-            }
+            apply(s.step, &s.args, arg, &mut o, m);
         }
         for (oi, &j) in p.outs.iter().enumerate() {
             if direct[j].is_none() {
@@ -117,4 +140,48 @@ fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, le
         }
         t += m;
     }
+}
+
+/// Runs one step on the front `m` elements: each operator's own per-element code.
+#[inline]
+fn apply<'a>(step: Step, args: &[Src], arg: impl Fn(Src) -> InRef<'a>, o: &mut OutRef, m: usize) {
+    match step {
+        Step::Unary(u) => crate::ops::unary::run_tile(u, &arg(args[0]), o, m),
+        Step::Binary(op) => crate::ops::binary::binary_tile(op, &arg(args[0]), &arg(args[1]), o, m),
+        Step::Scalar(op, rev, c) => crate::ops::binary::scalar_tile(op, rev, c, &arg(args[0]), o, m),
+        Step::Cast => crate::ops::cast_tile(&arg(args[0]), o, m),
+        Step::Copy => o.copy_from(&arg(args[0])),
+        Step::Fill(c) => o.fill(c),
+    }
+}
+
+/// A step whose operands are all constants, evaluated once (at the flush) with the
+/// kernels the fused op would run, so the folded constant is bitwise the value
+/// every element would get. `None` where a value might not survive the round trip
+/// through f64 (64-bit integers).
+pub(crate) fn eval_constant(step: Step, args: &[(f64, DType)], dtype: DType) -> Option<f64> {
+    if dtype == DType::I64 || args.iter().any(|a| a.1 == DType::I64) {
+        return None;
+    }
+    let bufs: Vec<Buf> = args
+        .iter()
+        .map(|&(c, dt)| {
+            let mut b = Buf::new(dt, 1);
+            b.as_out(1).fill(c);
+            b
+        })
+        .collect();
+    let regs: Vec<Src> = (0..args.len()).map(|i| Src::Reg(i as u8)).collect();
+    let mut out = Buf::new(dtype, 1);
+    apply(
+        step,
+        &regs,
+        |a| match a {
+            Src::Reg(r) => bufs[r as usize].as_in(1),
+            Src::Ext(_) => unreachable!("constant operands are registers"),
+        },
+        &mut out.as_out(1),
+        1,
+    );
+    Some(out.get_f64(0))
 }

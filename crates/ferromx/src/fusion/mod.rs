@@ -69,6 +69,8 @@ pub(crate) enum Step {
     Scalar(BinOp, bool, f64),
     Cast,
     Copy,
+    /// A constant (`_zeros`, `ones_like`, ...): no operand.
+    Fill(f64),
 }
 
 struct Node {
@@ -188,6 +190,7 @@ fn step_of(call: &OpCall) -> Option<Step> {
     let (out, ins) = (&call.outputs[0], &call.inputs);
     let same = |i: usize| ins.get(i).is_some_and(|v| v.dtype == out.dtype);
     match call.def.scalar {
+        Some(ScalarForm::Fill) if ins.is_empty() && call.nums.len() == 1 => Some(Step::Fill(call.nums[0])),
         Some(ScalarForm::Unary(u, _)) if ins.len() == 1 && same(0) => Some(Step::Unary(u)),
         Some(ScalarForm::Binary(op)) if ins.len() == 2 && same(0) && same(1) => Some(Step::Binary(op)),
         Some(ScalarForm::Scalar(op, rev)) if ins.len() == 1 && same(0) && call.nums.len() == 1 => {
@@ -319,8 +322,9 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
     let mut reg_map = vec![u8::MAX; nodes.len()];
     let mut steps = Vec::new();
     let mut names: Vec<&str> = Vec::new();
+    let mut step_defs: Vec<&str> = Vec::new();
     for (j, nd) in nodes.iter().enumerate().filter(|(j, _)| needed[*j]) {
-        let args = nd
+        let args: SmallVec<[Src; 2]> = nd
             .args
             .iter()
             .map(|a| match *a {
@@ -328,15 +332,44 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
                 Src::Reg(r) => Src::Reg(reg_map[r as usize]),
             })
             .collect();
+        let step = fold_constant(nd.step, &args, &steps, nd.dtype);
+        let consts: Option<SmallVec<[(f64, crate::DType); 2]>> = args
+            .iter()
+            .map(|a| match *a {
+                Src::Reg(r) => match steps[r as usize].step {
+                    Step::Fill(c) => Some((c, steps[r as usize].dtype)),
+                    _ => None,
+                },
+                Src::Ext(_) => None,
+            })
+            .collect();
+        // Every operand a constant (`-ones_like(y)`): the step is a constant too.
+        let (step, args) = match consts {
+            Some(c) if !c.is_empty() => match exec::eval_constant(step, &c, nd.dtype) {
+                Some(v) => (Step::Fill(v), SmallVec::new()),
+                None => (step, args),
+            },
+            _ => (step, args),
+        };
+        let args: SmallVec<[Src; 2]> = match (nd.step, step) {
+            (Step::Binary(_), Step::Scalar(..)) => args.into_iter().filter(|a| !is_fill(a, &steps)).collect(),
+            _ => args,
+        };
         // A call repeating an earlier one (`x*2+1` written twice) reuses its value.
         if let Some(r) =
-            steps.iter().position(|s: &PStep| s.dtype == nd.dtype && s.args == args && same_step(s.step, nd.step))
+            steps.iter().position(|s: &PStep| s.dtype == nd.dtype && s.args == args && same_step(s.step, step))
         {
             reg_map[j] = r as u8;
+            // A repeated call is one step under one name; a different call whose
+            // value turned out the same (`sqrt` of zeros) still counts as a call.
+            if step_defs[r] != nd.def.name {
+                names.push(nd.def.name);
+            }
             continue;
         }
         reg_map[j] = steps.len() as u8;
-        steps.push(PStep { step: nd.step, args, dtype: nd.dtype });
+        steps.push(PStep { step, args, dtype: nd.dtype });
+        step_defs.push(nd.def.name);
         names.push(nd.def.name);
     }
     let outv: Vec<View> = outs.iter().filter_map(|&j| nodes[j].out.clone()).collect();
@@ -364,12 +397,41 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
     push_fused(name, ins, outv, label, detail, move |k| exec::run(&prog, k));
 }
 
+/// Whether `a` is the value of a constant step.
+fn is_fill(a: &Src, steps: &[PStep]) -> bool {
+    matches!(*a, Src::Reg(r) if matches!(steps[r as usize].step, Step::Fill(_)))
+}
+
+/// A float `+ - * /` with a constant operand (`ones_like(y) * x`, the head gradient
+/// of `backward()`) as that operator's scalar form: the same arithmetic on the same
+/// converted constant, so the result is bitwise that of the unfused ops, and the
+/// constant's step is then not run.
+fn fold_constant(step: Step, args: &[Src], steps: &[PStep], dtype: crate::DType) -> Step {
+    let Step::Binary(op) = step else { return step };
+    if !dtype.is_float() || !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
+        return step;
+    }
+    let fill = |a: &Src| match *a {
+        Src::Reg(r) => match steps[r as usize].step {
+            Step::Fill(c) => Some(c),
+            _ => None,
+        },
+        Src::Ext(_) => None,
+    };
+    match (fill(&args[0]), fill(&args[1])) {
+        (None, Some(c)) => Step::Scalar(op, false, c),
+        (Some(c), None) => Step::Scalar(op, true, c),
+        _ => step,
+    }
+}
+
 /// Whether two steps compute the same function (scalars compared bit for bit).
 fn same_step(a: Step, b: Step) -> bool {
     match (a, b) {
         (Step::Unary(x), Step::Unary(y)) => x == y,
         (Step::Binary(x), Step::Binary(y)) => x == y,
         (Step::Scalar(x, rx, cx), Step::Scalar(y, ry, cy)) => x == y && rx == ry && cx.to_bits() == cy.to_bits(),
+        (Step::Fill(x), Step::Fill(y)) => x.to_bits() == y.to_bits(),
         (Step::Cast, Step::Cast) | (Step::Copy, Step::Copy) => true,
         _ => false,
     }
@@ -386,7 +448,7 @@ fn push_single(nd: &Node, ext: &[View]) {
         })
         .collect();
     let nums: SmallVec<[f64; 4]> = match nd.step {
-        Step::Scalar(_, _, s) => SmallVec::from_slice(&[s]),
+        Step::Scalar(_, _, s) | Step::Fill(s) => SmallVec::from_slice(&[s]),
         _ => SmallVec::new(),
     };
     let Some(out) = nd.out.clone() else { return };

@@ -14,7 +14,7 @@ use crate::storage::Kernel;
 use half::{bf16, f16};
 
 /// Elements per tile (16 KiB of f32: a few live tiles stay in L2).
-pub(crate) const TILE: usize = 4096;
+pub(crate) const TILE: usize = 256;
 
 macro_rules! tiles {
     ($( $v:ident $t:ty ),*) => {
@@ -31,10 +31,16 @@ macro_rules! tiles {
                 match dt { $( DType::$v => Buf::$v(vec![<$t>::default(); n]), )* }
             }
             /// The front `m` elements as a step's destination.
+            #[inline]
             pub(crate) fn as_out(&mut self, m: usize) -> OutRef<'_> {
                 match self { $( Buf::$v(v) => OutRef::$v(&mut v[..m]), )* }
             }
+            /// Element `i` as f64.
+            pub(crate) fn get_f64(&self, i: usize) -> f64 {
+                match self { $( Buf::$v(v) => v[i].to_f64(), )* }
+            }
             /// The front `m` elements as an operand.
+            #[inline]
             pub(crate) fn as_in(&self, m: usize) -> InRef<'_> {
                 match self { $( Buf::$v(v) => InRef::$v(&v[..m]), )* }
             }
@@ -42,6 +48,7 @@ macro_rules! tiles {
 
         impl<'a> InRef<'a> {
             /// Input `i` of a kernel.
+            #[inline]
             pub(crate) fn of(k: &Kernel<'a>, i: usize) -> InRef<'a> {
                 match k.in_dtype(i) { $( DType::$v => InRef::$v(k.input::<$t>(i)), )* }
             }
@@ -50,6 +57,7 @@ macro_rules! tiles {
                 match self { $( InRef::$v(_) => DType::$v, )* }
             }
             /// Elements `start..start + len`.
+            #[inline]
             pub(crate) fn sub(&self, start: usize, len: usize) -> InRef<'a> {
                 match self { $( InRef::$v(s) => InRef::$v(&s[start..start + len]), )* }
             }
@@ -57,6 +65,7 @@ macro_rules! tiles {
 
         impl<'a> OutRef<'a> {
             /// Output `i` of a kernel.
+            #[inline]
             pub(crate) fn of(k: &Kernel<'a>, i: usize) -> OutRef<'a> {
                 match k.out_dtype(i) { $( DType::$v => OutRef::$v(k.output::<$t>(i)), )* }
             }
@@ -65,6 +74,7 @@ macro_rules! tiles {
                 match self { $( OutRef::$v(_) => DType::$v, )* }
             }
             /// Elements `start..start + len`, reborrowed as a step's destination.
+            #[inline]
             pub(crate) fn sub_mut(&mut self, start: usize, len: usize) -> OutRef<'_> {
                 match self { $( OutRef::$v(s) => OutRef::$v(&mut s[start..start + len]), )* }
             }
@@ -74,6 +84,10 @@ macro_rules! tiles {
                     $( (OutRef::$v(d), InRef::$v(s)) => d.copy_from_slice(s), )*
                     _ => panic!("fused kernel: copy between tiles of different dtypes (internal error)"),
                 }
+            }
+            /// Sets every element to `c` converted to the element type (as `_full`'s kernel).
+            pub(crate) fn fill(&mut self, c: f64) {
+                match self { $( OutRef::$v(d) => d.fill(<$t as Elem>::from_f64(c)), )* }
             }
             /// Splits into consecutive pieces of `chunk` elements.
             pub(crate) fn split(self, chunk: usize) -> Vec<OutRef<'a>> {

@@ -166,6 +166,10 @@ pub enum ScalarForm {
     Binary(BinOp),
     /// `f(x, s)` (or `f(s, x)` with `reverse`) for a scalar parameter `s`.
     Scalar(BinOp, bool),
+    /// No inputs: every element is the call's first numeric parameter (`_zeros`,
+    /// `ones_like`, ...). A fusion pass folds it into the chain that reads it, so the
+    /// head gradient of `backward()` or a zero initial value is never stored.
+    Fill,
 }
 
 /// Small inputs for generic tests (the finite-difference gradient check).
@@ -296,13 +300,17 @@ pub(crate) fn record_table_grad(def: &'static OpDef, ins: &[&NDArray], outs: &[N
     if let Grad::Fn(f) = def.grad {
         if crate::autograd::needs_record(ins) {
             let inputs: Vec<NDArray> = ins.iter().map(|x| (*x).clone()).collect();
-            let (outputs, nums) = (outs.to_vec(), nums.to_vec());
+            let saved: Vec<crate::autograd::Saved> = outs.iter().map(crate::autograd::save_output).collect();
+            let nums = nums.to_vec();
             let orefs: Vec<&NDArray> = outs.iter().collect();
             crate::autograd::record(
                 def.name,
                 ins,
                 &orefs,
-                Box::new(move |g| f(&GradArgs { def, inputs: &inputs, outputs: &outputs, out_grads: g, nums: &nums })),
+                Box::new(move |g| {
+                    let outputs: Vec<NDArray> = saved.iter().map(crate::autograd::Saved::get).collect();
+                    f(&GradArgs { def, inputs: &inputs, outputs: &outputs, out_grads: g, nums: &nums })
+                }),
             );
         }
     }

@@ -135,7 +135,7 @@ pub(crate) fn is_cast(def: &OpDef) -> bool {
 
 /// Whether `def` is `_copy`.
 pub(crate) fn is_copy(def: &OpDef) -> bool {
-    std::ptr::eq(def, &DEFS[1])
+    std::ptr::eq(def, &DEFS[1]) || std::ptr::eq(def, &DEFS[2])
 }
 
 /// A copy with new storage.
@@ -184,6 +184,11 @@ pub fn assign(dst: &NDArray, src: &NDArray) -> Result<()> {
     let src = if src.shares_storage(dst) { copy(&src)? } else { src };
     if oshape.size() == 0 {
         return Ok(());
+    }
+    if src.shape() == &oshape {
+        // An elementwise copy into `dst`: fusable, so `grad[:] = <chain>` (autograd's
+        // write of a gradient) stores the chain's value once, straight into `dst`.
+        return push_call(OpCall::new(&DEFS[2], &[&src], &[dst]));
     }
     let sb = src.shape().broadcast_strides(&oshape);
     let dt = dst.dtype();
@@ -282,6 +287,16 @@ pub static DEFS: &[OpDef] = &[
         name: "_copy",
         inputs: &["data"],
         doc: "A copy with new storage.",
+        forward: |i| one(copy(i.x(0)?)),
+        infer: Some(infer_same),
+        cpu: KernelSlot::Call(copy_kernel),
+        example: Some(Example { shapes: &[&[2, 3]], attrs: "", range: (0.5, 1.5) }),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_copyto",
+        inputs: &["data"],
+        doc: "A copy (MXNet's `_copyto`, the kernel of `copyto` and of assignment into an array).",
         forward: |i| one(copy(i.x(0)?)),
         infer: Some(infer_same),
         cpu: KernelSlot::Call(copy_kernel),

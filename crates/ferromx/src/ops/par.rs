@@ -13,8 +13,14 @@ pub const PAR_MIN: usize = 1 << 16;
 /// Fills `out` by calling `f(start, chunk)` on contiguous chunks, in parallel when large.
 pub fn chunked<R: Send>(out: &mut [R], grain: usize, f: impl Fn(usize, &mut [R]) + Sync + Send) {
     let n = out.len();
+    // Small first: fused tiles call this per step, and the pool's thread count
+    // is a thread-local lookup through the dynamic linker in a shared library.
+    if n < grain.max(2) {
+        dispatch(|| f(0, out));
+        return;
+    }
     let threads = rayon::current_num_threads().max(1);
-    if n < grain.max(2) || threads == 1 {
+    if threads == 1 {
         dispatch(|| f(0, out));
         return;
     }

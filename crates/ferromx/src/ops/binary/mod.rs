@@ -285,9 +285,10 @@ fn record_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64
     let backward: crate::autograd::BackwardFn = if let Some(ScalarForm::Scalar(..)) = def.scalar {
         let s = nums.first().copied().unwrap_or(0.0);
         let (nx, no) = scalar_deps(op, reverse);
-        let (x, o) = (keep(nx, ins[0]), keep(no, out));
+        let (x, o) = (keep(nx, ins[0]), no.then(|| crate::autograd::save_output(out)));
         Box::new(move |g| {
             let g = &g[0];
+            let o = o.as_ref().map(crate::autograd::Saved::get);
             // A slot the derivative does not read is never touched: `g` stands in.
             let (x, o) = (x.as_ref().unwrap_or(g), o.as_ref().unwrap_or(g));
             Ok(vec![Some(scalar_grad(op, reverse, x, o, g, s)?)])
@@ -295,9 +296,10 @@ fn record_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64
     } else {
         let (na, nb, no) = binary_deps(op);
         let (sa, sb) = (ins[0].shape().clone(), ins[1].shape().clone());
-        let (a, b, o) = (keep(na, ins[0]), keep(nb, ins[1]), keep(no, out));
+        let (a, b, o) = (keep(na, ins[0]), keep(nb, ins[1]), no.then(|| crate::autograd::save_output(out)));
         Box::new(move |g| {
             let g = &g[0];
+            let o = o.as_ref().map(crate::autograd::Saved::get);
             let (a, b, o) = (a.as_ref().unwrap_or(g), b.as_ref().unwrap_or(g), o.as_ref().unwrap_or(g));
             let (ga, gb) = binary_grad(op, a, b, o, g)?;
             Ok(vec![Some(sum_to(&ga, &sa)?), Some(sum_to(&gb, &sb)?)])

@@ -144,6 +144,7 @@ fn infer_eye(def: &'static OpDef, a: &crate::opdef::Attrs, _ins: &[Meta]) -> Res
 
 use crate::opdef::{
     one, param, push_call, Aliases, Grad, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef, ParamKind as K,
+    ScalarForm,
 };
 
 const CREATE: &[ParamDef] = &[
@@ -169,6 +170,7 @@ pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "_zeros",
         cpu: KernelSlot::Call(fill_kernel),
+        scalar: Some(ScalarForm::Fill),
         infer: Some(infer_create),
         params: CREATE,
         doc: "An array of zeros.",
@@ -179,6 +181,7 @@ pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "_ones",
         cpu: KernelSlot::Call(fill_kernel),
+        scalar: Some(ScalarForm::Fill),
         infer: Some(infer_create),
         params: CREATE,
         doc: "An array of ones.",
@@ -189,6 +192,7 @@ pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "_full",
         cpu: KernelSlot::Call(fill_kernel),
+        scalar: Some(ScalarForm::Fill),
         infer: Some(infer_create),
         params: &[
             param("shape", K::Shape, Some("()"), "Output shape."),
@@ -275,6 +279,7 @@ pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "zeros_like",
         cpu: KernelSlot::Call(fill_kernel),
+        scalar: Some(ScalarForm::Fill),
         infer: Some(infer_like),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
@@ -286,6 +291,7 @@ pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "ones_like",
         cpu: KernelSlot::Call(fill_kernel),
+        scalar: Some(ScalarForm::Fill),
         infer: Some(infer_like),
         aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
         inputs: &["data"],
@@ -297,6 +303,7 @@ pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "full_like",
         cpu: KernelSlot::Call(fill_kernel),
+        scalar: Some(ScalarForm::Fill),
         infer: Some(infer_like),
         inputs: &["data"],
         params: &[param("fill_value", K::Float, Some("0.0"), "The fill value.")],

@@ -58,12 +58,13 @@ fn run(def: &'static OpDef, x: &NDArray, out: NDArray, nums: Vec<f64>) -> Result
         push_call(OpCall::new(def, &[x], &[&out]).with_nums(&nums))?;
     }
     if needs_record(&[x]) {
-        let (xc, oc) = (x.clone(), out.clone());
+        let (xc, os) = (x.clone(), crate::autograd::save_output(&out));
         record(
             def.name,
             &[x],
             &[&out],
             Box::new(move |g| {
+                let oc = os.get();
                 let args = GradArgs {
                     def,
                     inputs: std::slice::from_ref(&xc),

@@ -74,12 +74,13 @@ pub fn leaky_relu(x: &NDArray, act_type: &str, slope: f64, gamma: Option<&NDArra
     let mut inputs = vec![&x];
     inputs.extend(gb.as_ref());
     if needs_record(&inputs) {
-        let (xc, yc, gc) = (x.clone(), out.clone(), gb.clone());
+        let (xc, ys, gc) = (x.clone(), crate::autograd::save_output(&out), gb.clone());
         record(
             "LeakyReLU",
             &inputs,
             &[&out],
             Box::new(move |g| {
+                let yc = ys.get();
                 let (x, y, g) = (&xc, &yc, &g[0]);
                 let pos = ops::scalar(BinOp::Gt, x, 0.0)?;
                 let neg = ops::scalar_r(BinOp::Sub, &pos, 1.0)?;

@@ -30,13 +30,13 @@ fn softmax_impl(x: &NDArray, axis: i64, temperature: Option<f64>, log: bool) -> 
         push_call(OpCall::new(def, &[&x], &[&out]).with_ints(&[outer as i64, n as i64, inner as i64]).with_nums(&[t]))?;
     }
     if needs_record(&[&x]) {
-        let y = out.clone();
+        let ys = crate::autograd::save_output(&out);
         record(
             name,
             &[&x],
             &[&out],
             Box::new(move |g| {
-                let g = &g[0];
+                let (g, y) = (&g[0], ys.get());
                 let r = if log {
                     // dx = g - softmax * sum(g)
                     let s = ops::reduce(ReduceOp::Sum, g, Some(&[ax as i64]), true, false)?;

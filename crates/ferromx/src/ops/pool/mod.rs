@@ -318,12 +318,12 @@ fn pool_cf(g: PoolGeom, x: &NDArray, od: Vec<usize>) -> Result<NDArray> {
         push_call(OpCall::new(&DEFS[0], &[x], &[&out]).with_nums(&nums))?;
     }
     if needs_record(&[x]) {
-        let (xc, yc) = (x.clone(), out.clone());
+        let (xc, ys) = (x.clone(), crate::autograd::save_output(&out));
         record(
             DEFS[0].name,
             &[x],
             &[&out],
-            Box::new(move |gr| Ok(vec![Some(backward_call(&nums, &gr[0], &xc, &yc)?)])),
+            Box::new(move |gr| Ok(vec![Some(backward_call(&nums, &gr[0], &xc, &ys.get())?)])),
         );
     }
     Ok(out)

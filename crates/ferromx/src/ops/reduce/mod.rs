@@ -159,7 +159,7 @@ pub fn reduce(op: ReduceOp, x: &NDArray, axes: Option<&[i64]>, keepdims: bool, e
     let oshape = out_shape(x.shape(), &axes, keepdims);
     let out = cur.view_as(oshape, 0);
     if needs_record(&[x]) && x.dtype().is_float() {
-        let (xc, oc) = (x.clone(), out.clone());
+        let (xc, os) = (x.clone(), crate::autograd::save_output(&out));
         let kshape = out_shape(x.shape(), &axes, true);
         record(
             name,
@@ -172,11 +172,11 @@ pub fn reduce(op: ReduceOp, x: &NDArray, axes: Option<&[i64]>, keepdims: bool, e
                     ReduceOp::Sum | ReduceOp::NanSum => gb,
                     ReduceOp::Mean => ops::scalar(BinOp::Div, &gb, total.max(1) as f64)?,
                     ReduceOp::Prod | ReduceOp::NanProd => {
-                        let y = ops::broadcast_to(&reshape_keep(&oc, &kshape)?, xc.shape().clone())?;
+                        let y = ops::broadcast_to(&reshape_keep(&os.get(), &kshape)?, xc.shape().clone())?;
                         ops::mul(&gb, &ops::div(&y, &xc)?)?
                     }
                     ReduceOp::Max | ReduceOp::Min => {
-                        let y = ops::broadcast_to(&reshape_keep(&oc, &kshape)?, xc.shape().clone())?;
+                        let y = ops::broadcast_to(&reshape_keep(&os.get(), &kshape)?, xc.shape().clone())?;
                         ops::mul(&gb, &ops::binary(BinOp::Eq, &xc, &y)?)?
                     }
                 };
@@ -241,7 +241,7 @@ pub fn norm(x: &NDArray, ord: u32, axes: Option<&[i64]>, keepdims: bool) -> Resu
         push_call(OpCall::new(&DEFS[7], &[&src], &[&out]).with_ints(&[ord as i64, mask]))?;
     }
     if needs_record(&[x]) && x.dtype().is_float() {
-        let (xc, oc) = (x.clone(), out.clone());
+        let (xc, os) = (x.clone(), crate::autograd::save_output(&out));
         let kshape = out_shape(x.shape(), &ax, true);
         record(
             "norm",
@@ -252,7 +252,7 @@ pub fn norm(x: &NDArray, ord: u32, axes: Option<&[i64]>, keepdims: bool) -> Resu
                 let d = if ord == 1 {
                     ops::unary(UnaryOp::Sign, &xc)?
                 } else {
-                    let y = ops::broadcast_to(&reshape_keep(&oc, &kshape)?, xc.shape().clone())?;
+                    let y = ops::broadcast_to(&reshape_keep(&os.get(), &kshape)?, xc.shape().clone())?;
                     ops::div(&xc, &y)?
                 };
                 Ok(vec![Some(ops::mul(&gb, &d)?)])

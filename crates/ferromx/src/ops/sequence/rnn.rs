@@ -366,12 +366,13 @@ fn fused(c: &Cfg, x: &NDArray, flat: &NDArray, h0: &NDArray, c0: Option<&NDArray
     let visible = &orefs[..orefs.len() - 1];
     if needs_record(&ins) {
         let saved: Vec<NDArray> = ins.iter().map(|a| (*a).clone()).collect();
-        let y = outs[0].clone();
+        let ys = crate::autograd::save_output(&outs[0]);
         record(
             "RNN",
             &ins,
             visible,
             Box::new(move |gr| {
+                let y = ys.get();
                 let mut bins: Vec<&NDArray> = saved.iter().collect();
                 bins.push(&y);
                 bins.push(&ws);

@@ -249,16 +249,22 @@ pub(crate) fn unary_as(call_def: &'static OpDef, op: UnaryOp, x: &NDArray) -> Re
             Some(ScalarForm::Unary(_, Some(d))) => d.reads(),
             _ => (true, true),
         };
-        let (xc, oc) = match (rx, ry) {
-            (true, true) => (x.clone(), out.clone()),
-            (true, false) => (x.clone(), x.clone()),
-            _ => (out.clone(), out.clone()),
-        };
+        let xs = rx.then(|| x.clone());
+        let ys = (ry || !rx).then(|| crate::autograd::save_output(&out));
         record(
             call_def.name,
             &[&x],
             &[&out],
             Box::new(move |g| {
+                let y = ys.as_ref().map(crate::autograd::Saved::get);
+                let (xc, oc) = match (&xs, y) {
+                    (Some(x), Some(y)) => (x.clone(), y),
+                    (Some(x), None) => (x.clone(), x.clone()),
+                    (None, Some(y)) => (y.clone(), y),
+                    (None, None) => {
+                        return Err(Error::value(def.name, "backward without saved arrays (internal error)"))
+                    }
+                };
                 let (inputs, outputs) = (std::slice::from_ref(&xc), std::slice::from_ref(&oc));
                 let args = GradArgs { def, inputs, outputs, out_grads: g, nums: &[] };
                 match &def.grad {
