@@ -359,8 +359,11 @@ def logical_not(x, out=None):
 
 
 from .. import _op_gen as _gen
+from ._ufunc import _ALSO as _UFUNC_ALSO
+from ._ufunc import check_ufunc_kwargs as _check_ufunc_kwargs
 
-_gen.install_aliases(globals(), "np", _nd)
+# the table's elementwise operators become one-function ufuncs (keyword check inline)
+_gen.install_aliases(globals(), "np", _nd, ufunc_check=_check_ufunc_kwargs, also=_UFUNC_ALSO)
 
 from . import (  # noqa: F401
     _math,
