@@ -47,6 +47,17 @@ def test_one_function_ufuncs_keep_their_behaviour():
                   subok=True).shape == (1, 2)
 
 
+@pytest.mark.parametrize("name", ["equal", "less", "logical_and", "true_divide"])
+def test_hand_written_binary_ufuncs_check_keywords_inline(name):
+    fn, x = getattr(np, name), np.array([1.0, 2.0])
+    assert not hasattr(fn, "__wrapped__")
+    with pytest.raises(TypeError, match="invalid keyword"):
+        fn(x, x, foo=1)
+    with pytest.raises(NotImplementedError):
+        fn(x, x, where=False)
+    assert fn(x, x, where=True, casting="same_kind").shape == (2,)
+
+
 def test_one_function_ufunc_records():
     x = np.array([1.0, 2.0])
     x.attach_grad()
@@ -74,6 +85,17 @@ def test_arctan2_special_values_as_numpy(y, x):
     got = np.arctan2(np.array(y), np.array(x)).asnumpy()
     onp.testing.assert_allclose(got, want, rtol=1e-6)
     assert (onp.signbit(got) == onp.signbit(want)).all()
+
+
+def test_arctan2_dtypes():
+    r = np.arctan2(np.array([[1, 2]], dtype="int32"), 2.5)
+    assert r.dtype == onp.float32
+    onp.testing.assert_allclose(r.asnumpy(), onp.arctan2([[1, 2]], 2.5), rtol=1e-6)
+    r = np.arctan2(np.array([0.5, -1.0]), np.array([1.0, -0.0], dtype="float64"))
+    assert r.dtype == onp.float64
+    onp.testing.assert_allclose(r.asnumpy(), onp.arctan2([0.5, -1.0], [1.0, -0.0]))
+    r = np.arctan2(np.array([1, -1], dtype="int32"), np.array([0, 0], dtype="int32"))
+    onp.testing.assert_allclose(r.asnumpy(), [onp.pi / 2, -onp.pi / 2], rtol=1e-6)
 
 
 def test_arctan2_gradient_is_mxnets():

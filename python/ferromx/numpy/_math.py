@@ -237,6 +237,15 @@ def arctan2(x1, x2, out=None):
     zeros: ``arctan2(+-0, -0) = +-pi``; infinities: ``arctan2(+-inf, -inf) = +-3pi/4``),
     composed of recorded operators (differentiable)."""
     y, x = _a(x1), _a(x2)
+    # one float dtype for both: the wider float, a float operand's over an integer one,
+    # the default float for two integer operands
+    fy, fx = _is_float(y), _is_float(x)
+    if fy and fx:
+        dt = _onp.promote_types(y._dtype_name, x._dtype_name).name
+    else:
+        dt = y._dtype_name if fy else x._dtype_name if fx else _default_float()
+    y = y if y._dtype_name == dt else y.astype(dt)
+    x = x if x._dtype_name == dt else x.astype(dt)
     shp = _onp.broadcast_shapes(y.shape, x.shape)
     y = y if y.shape == shp else y.broadcast_to(shp)
     x = x if x.shape == shp else x.broadcast_to(shp)

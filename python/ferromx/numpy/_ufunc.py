@@ -54,6 +54,15 @@ def check_ufunc_kwargs(name, kwargs):
         raise TypeError(f"{name}: {key}={value} not understood")
 
 
+def check_ufunc_call(name, kwargs):
+    """:func:`check_ufunc_kwargs`, then any other keyword is a ``TypeError`` (MXNet 1.9.1:
+    ``foo is an invalid keyword to function 'exp'``). For functions that take ``**kwargs``
+    only for NumPy's ufunc keywords."""
+    check_ufunc_kwargs(name, kwargs)
+    if kwargs:
+        raise TypeError(f"{next(iter(kwargs))} is an invalid keyword to function '{name}'")
+
+
 def _wrap(fn, name):
     @functools.wraps(fn)
     def ufunc(*args, **kwargs):
