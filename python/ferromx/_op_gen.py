@@ -202,8 +202,9 @@ def build_contrib(env):
 
 
 def _np_unary(fn, onp_fn, NDArray):
-    """``mx.np``'s unary ufunc: an array runs the operator, a Python or NumPy scalar is
-    computed by NumPy's ufunc of the same name (as MXNet 1.9.1's np returns a NumPy scalar)."""
+    """``mx.np``'s unary ufunc around a hand-written ``nd`` function: an array runs it, a
+    Python or NumPy scalar is computed by NumPy's ufunc of the same name (as MXNet 1.9.1's
+    np returns a NumPy scalar)."""
     def unary(x, *args, **kwargs):
         if isinstance(x, _SCALAR_TYPES) and not isinstance(x, NDArray):
             if kwargs.get("out") is not None:
@@ -217,21 +218,94 @@ def _np_unary(fn, onp_fn, NDArray):
     return unary
 
 
-def install_aliases(ns, namespace, nd):
+def make_np_unary(d, public, nd, onp_fn, check):
+    """``mx.np``'s unary ufunc of a parameterless elementwise operator, in one function:
+    NumPy's ufunc keywords are checked as MXNet 1.9.1 does (``check`` pops them and raises
+    for non-default values), an array runs the operator, and a Python or NumPy scalar is
+    computed by NumPy's ufunc of the same name (MXNet's np returns a NumPy scalar).
+    ``check(name, kwargs)`` raises for any keyword MXNet refuses."""
+    op, invoke, finish, NDArray = d["name"], nd.invoke, nd._finish, nd.NDArray
+
+    def fn(x, out=None, **kwargs):
+        if kwargs:  # the common call passes none: skip the check
+            check(public, kwargs)
+        if isinstance(x, NDArray):
+            res = invoke(op, [x])
+            return res if out is None else finish(res, out)
+        if isinstance(x, _SCALAR_TYPES) and onp_fn is not None:
+            if out is not None:
+                raise TypeError(f"{public}: out= needs an array input, got a scalar")
+            return onp_fn(x)
+        raise TypeError(f"{public}: input must be an ndarray or a scalar, got {type(x).__name__}")
+
+    fn.__name__ = fn.__qualname__ = public
+    fn.__doc__ = (f"{d['doc']}\n\nElementwise on an ``ndarray`` (operator ``{op}``, on the "
+                  f"engine); a Python or NumPy scalar gives NumPy's scalar result. NumPy's ufunc "
+                  f"keywords are accepted at their default values only, as in MXNet.")
+    fn._ferromx_ufunc = True
+    return fn
+
+
+def make_np_binary(d, public, nd, check):
+    """``mx.np``'s binary ufunc (``np.add``) in one function: the ufunc keyword check, then
+    two arrays run the broadcasting operator, an array and a scalar its scalar form, two
+    Python scalars give MXNet's Python result."""
+    op, sop, rop = d["name"], d["scalar_op"], d["rscalar_op"]
+    scalar_fn = _SCALAR_FNS[d["scalar"][1]]
+    np_name = d["np"][0] if d["np"] else None
+    invoke, finish, NDArray, array = nd.invoke, nd._finish, nd.NDArray, nd.array
+
+    def fn(x1, x2, out=None, **kwargs):
+        if kwargs:  # the common call passes none: skip the check
+            check(public, kwargs)
+        if isinstance(x1, NDArray):
+            if isinstance(x2, NDArray):
+                res = invoke(op, [x1, x2])
+            else:
+                res = invoke(sop, [x1], scalar=float(x2))
+        elif isinstance(x2, NDArray):
+            res = invoke(rop, [x2], scalar=float(x1))
+        elif isinstance(x1, _SCALAR_TYPES) and isinstance(x2, _SCALAR_TYPES):
+            return scalar_fn(x1, x2)
+        else:
+            return array(getattr(_onp, np_name)(x1, x2))
+        return res if out is None else finish(res, out)
+
+    fn.__name__ = fn.__qualname__ = public
+    fn.__doc__ = (f"{d['doc']}\n\nBroadcasting operator ``{op}`` on the engine; either side "
+                  f"may be a scalar (then ``{sop}`` / ``{rop}`` runs). NumPy's ufunc keywords "
+                  f"are accepted at their default values only, as in MXNet.")
+    fn._ferromx_ufunc = True
+    return fn
+
+
+def install_aliases(ns, namespace, nd, ufunc_check=None, also=()):
     """Binds the table's ``np`` or ``npx`` aliases (``namespace``) in module dict ``ns``
     to the ``nd`` (or ``nd.contrib``) functions, where the module does not define the
-    name itself. ``np`` aliases of unary elementwise operators also take scalars."""
+    name itself. ``np`` aliases named like a NumPy ufunc become one-function ufuncs
+    (:func:`make_np_unary`, :func:`make_np_binary`) with the keyword check ``ufunc_check``
+    (so are the names in ``also``); the unary ufuncs take scalars too."""
+    generated = nd._op._FNS
     for d in TABLE:
         for alias in d[namespace]:
-            if alias not in ns:
-                names = nd_names(d)
-                fn = (getattr(nd, names[0]) if names
-                      else getattr(nd.contrib, contrib_names(d)[0]))
-                scalar = d["scalar"]
-                if (namespace == "np" and scalar is not None and scalar[0] == "unary"
-                        and isinstance(getattr(_onp, alias, None), _onp.ufunc)):
-                    fn = _np_unary(fn, getattr(_onp, alias), nd.NDArray)
-                ns[alias] = fn
+            if alias in ns:
+                continue
+            names = nd_names(d)
+            fn = (getattr(nd, names[0]) if names
+                  else getattr(nd.contrib, contrib_names(d)[0]))
+            scalar = d["scalar"]
+            onp_fn = getattr(_onp, alias, None)
+            if namespace == "np" and scalar is not None:
+                ufunc = isinstance(onp_fn, _onp.ufunc)
+                own = (names and fn is generated.get(names[0]) and not d["params"]
+                       and ufunc_check is not None and (ufunc or alias in also))
+                if scalar[0] == "unary" and own:
+                    fn = make_np_unary(d, alias, nd, onp_fn if ufunc else None, ufunc_check)
+                elif scalar[0] == "binary" and own:
+                    fn = make_np_binary(d, alias, nd, ufunc_check)
+                elif scalar[0] == "unary" and ufunc:
+                    fn = _np_unary(fn, onp_fn, nd.NDArray)
+            ns[alias] = fn
 
 
 def fluent_names():

@@ -16,6 +16,7 @@ from ..base import MXNetError as _MXNetError
 from ..base import MXNetValueError as _MXNetValueError
 from ..context import _ctx_str, current_context  # noqa: F401
 from ..ndarray.ndarray import _dtype_name, _np_default_dtype, _shape_arg
+from ._ufunc import check_ufunc_call as _ufunc_call
 from .multiarray import _default_float, ndarray
 
 float32, float64, float16 = _onp.float32, _onp.float64, _onp.float16
@@ -301,7 +302,9 @@ def clip(a, a_min=None, a_max=None, out=None):
 
 
 def _cmp(op, name):
-    def fn(x1, x2, out=None):
+    def fn(x1, x2, out=None, **kwargs):
+        if kwargs:  # NumPy's ufunc keywords, checked as MXNet does
+            _ufunc_call(name, kwargs)
         if not isinstance(x1, _nd.NDArray):
             x1, x2 = x2, x1
             rev = {"lesser": "greater", "greater": "lesser", "lesser_equal": "greater_equal",
@@ -316,6 +319,7 @@ def _cmp(op, name):
 
     fn.__name__ = name
     fn.__doc__ = f"Elementwise ``{name}`` (a bool array)."
+    fn._ferromx_ufunc = True
     return fn
 
 
@@ -324,18 +328,24 @@ greater, greater_equal = _cmp("greater", "greater"), _cmp("greater_equal", "grea
 less, less_equal = _cmp("lesser", "less"), _cmp("lesser_equal", "less_equal")
 
 
-def logical_and(x1, x2, out=None):
+def logical_and(x1, x2, out=None, **kwargs):
     """Elementwise logical and (a bool array)."""
+    if kwargs:
+        _ufunc_call("logical_and", kwargs)
     return _logic("broadcast_logical_and", x1, x2, out)
 
 
-def logical_or(x1, x2, out=None):
+def logical_or(x1, x2, out=None, **kwargs):
     """Elementwise logical or (a bool array)."""
+    if kwargs:
+        _ufunc_call("logical_or", kwargs)
     return _logic("broadcast_logical_or", x1, x2, out)
 
 
-def logical_xor(x1, x2, out=None):
+def logical_xor(x1, x2, out=None, **kwargs):
     """Elementwise logical xor (a bool array)."""
+    if kwargs:
+        _ufunc_call("logical_xor", kwargs)
     return _logic("broadcast_logical_xor", x1, x2, out)
 
 
@@ -349,8 +359,10 @@ def _logic(op, x1, x2, out):
     return res
 
 
-def logical_not(x, out=None):
+def logical_not(x, out=None, **kwargs):
     """Elementwise logical not (a bool array)."""
+    if kwargs:
+        _ufunc_call("logical_not", kwargs)
     res = _native.invoke("logical_not", [asarray(x)]).astype("bool")
     if out is not None:
         out[...] = res
@@ -359,8 +371,10 @@ def logical_not(x, out=None):
 
 
 from .. import _op_gen as _gen
+from ._ufunc import _ALSO as _UFUNC_ALSO
 
-_gen.install_aliases(globals(), "np", _nd)
+# the table's elementwise operators become one-function ufuncs (keyword check inline)
+_gen.install_aliases(globals(), "np", _nd, ufunc_check=_ufunc_call, also=_UFUNC_ALSO)
 
 from . import (  # noqa: F401
     _math,
@@ -421,9 +435,11 @@ ndarray.all, ndarray.any, ndarray.cumsum = _all_method, _any_method, _cumsum_met
 ndarray.std, ndarray.var, ndarray.nonzero = _std_method, _var_method, _nonzero_method
 
 
-def true_divide(x1, x2, out=None):
+def true_divide(x1, x2, out=None, **kwargs):
     """``x1 / x2`` with the np operator's result dtype (integer and bool inputs give the
     default float; the legacy ``broadcast_div`` keeps their dtype)."""
+    if kwargs:
+        _ufunc_call("true_divide", kwargs)
     if isinstance(x1, _nd.NDArray):
         res = _np(x1) / x2
     elif isinstance(x2, _nd.NDArray):
@@ -437,6 +453,8 @@ def true_divide(x1, x2, out=None):
 
 
 divide = true_divide
+for _f in (logical_and, logical_or, logical_xor, logical_not, true_divide):
+    _f._ferromx_ufunc = True  # the keyword check is inline: wrap_ufuncs leaves them
 
 from ._ufunc import wrap_ufuncs as _wrap_ufuncs
 

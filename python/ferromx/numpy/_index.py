@@ -8,6 +8,7 @@ import numbers
 import numpy as _onp
 
 from .. import ndarray as _nd
+from ..base import MXNetError as _MXNetError
 from ._shape import _a, _ax, _index_array, flip, take, tril, triu
 
 __all__ = [
@@ -102,18 +103,33 @@ def _same_storage(a, b):
             and a._var_id == b._var_id)
 
 
+def _overlap(a, b, test):
+    """Whether two arrays on one storage overlap, by NumPy's ``test`` on host views of their
+    memory (DLPack, zero-copy; views of one array are disjoint slices of it). Where no host
+    view can be made (device memory), views of one storage are taken to overlap."""
+    try:
+        ha, hb = _onp.from_dlpack(a), _onp.from_dlpack(b)
+    except (BufferError, RuntimeError, TypeError, ValueError):
+        return True
+    return builtins.bool(test(ha, hb))
+
+
 def may_share_memory(a, b, max_work=None):
-    """Whether ``a`` and ``b`` may share memory (views of one array do)."""
-    return builtins.bool(_same_storage(a, b))
+    """Whether the memory bounds of ``a`` and ``b`` overlap (separate slices of one array
+    do not; overlapping ones do)."""
+    return builtins.bool(_same_storage(a, b)) and _overlap(a, b, _onp.may_share_memory)
 
 
 def shares_memory(a, b, max_work=None):
-    """Whether ``a`` and ``b`` share memory."""
-    return builtins.bool(_same_storage(a, b))
+    """Whether ``a`` and ``b`` share memory (separate slices of one array do not)."""
+    return builtins.bool(_same_storage(a, b)) and _overlap(a, b, _onp.shares_memory)
 
 
 def delete(arr, obj, axis=None):
-    """``arr`` without the entries ``obj`` (an int, slice or index list) along ``axis``."""
+    """``arr`` without the entries ``obj`` (an int, slice or index list) along ``axis``.
+
+    As in MXNet 1.9.1, out-of-range entries of an ``ndarray`` ``obj`` (negative ones too)
+    are ignored; an out-of-range integer ``obj`` raises ``IndexError``."""
     arr = _a(arr)
     if axis is None:
         arr, axis = arr.reshape(-1), 0
@@ -121,47 +137,102 @@ def delete(arr, obj, axis=None):
     n = arr.shape[ax]
     if isinstance(obj, builtins.slice):
         drop = set(range(n)[obj])
+    elif isinstance(obj, _nd.NDArray):
+        # an index parameter, as MXNet reads it; MXNet skips indices outside [0, n)
+        drop = {int(i) for i in _onp.atleast_1d(obj.asnumpy()) if 0 <= int(i) < n}
     else:
-        if isinstance(obj, _nd.NDArray):
-            obj = obj.asnumpy()  # an index parameter, as MXNet reads it
         drop = {int(i) + n if int(i) < 0 else int(i) for i in _onp.atleast_1d(obj)}
         bad = [i for i in drop if not 0 <= i < n]
         if bad:
             raise IndexError(f"delete: index {bad[0]} is out of bounds for axis {axis} with "
                              f"size {n}")
     keep = [i for i in range(n) if i not in drop]
+    if not drop:
+        return arr.copy()
     return take(arr, keep, axis=ax)
 
 
+def _insert_indices(obj, n, axis):
+    """``obj`` of ``insert`` as a 1-d (or 0-d) NumPy integer array of positions in
+    ``[-n, n]``."""
+    if isinstance(obj, builtins.slice):
+        return _onp.arange(*obj.indices(n))
+    if isinstance(obj, _nd.NDArray):
+        obj = obj.asnumpy()  # an index parameter, as MXNet reads it
+    idx = _onp.asarray(obj)
+    if idx.ndim > 1:
+        raise ValueError(f"insert: index array argument obj must be one-dimensional or a "
+                         f"scalar, got shape {idx.shape}")
+    if idx.size == 0:
+        return idx.astype("int64")
+    if idx.dtype.kind not in "iu":
+        raise IndexError(f"insert: index must be integers, got {idx.dtype}")
+    bad = idx[(idx < -n) | (idx > n)]
+    if bad.size:
+        raise IndexError(f"insert: index {int(bad[0])} is out of bounds for axis {axis} with "
+                         f"size {n}")
+    return idx.astype("int64")
+
+
 def insert(arr, obj, values, axis=None):
-    """``values`` inserted before index ``obj`` (an int) along ``axis``."""
+    """``values`` inserted before index or indices ``obj`` (an int, a slice, or a 1-d integer
+    list or array) along ``axis`` (``None``: of the flattened array), with NumPy's rules:
+    one index inserts ``values`` as a block (a scalar index puts ``values``' first axis
+    along ``axis``), several indices insert one entry each, ``values`` broadcasting to
+    the inserted part. Values are cast to ``arr``'s dtype; composed of recorded
+    operators (differentiable in ``arr`` and ``values``)."""
+    from . import array
+    from ._shape import broadcast_to
+
     arr = _a(arr)
     if axis is None:
         arr, axis = arr.reshape(-1), 0
     ax = _ax(axis, arr.ndim, "insert")
-    if not isinstance(obj, numbers.Integral):
-        raise NotImplementedError("insert: only an integer 'obj' is supported")
     n = arr.shape[ax]
-    pos = int(obj) + n if obj < 0 else int(obj)
-    if not 0 <= pos <= n:
-        raise IndexError(f"insert: index {obj} is out of bounds for axis {axis} with size {n}")
-    vals = _a(values) if isinstance(values, _nd.NDArray) else None
-    shp = list(arr.shape)
-    shp[ax] = 1
-    if vals is None:
-        from . import full
-
-        vals = full(tuple(shp), values, dtype=arr._dtype_name, ctx=arr.context)
+    idx = _insert_indices(obj, n, axis)
+    if isinstance(values, _nd.NDArray):
+        vals = _a(values)
+        vals = vals if vals._dtype_name == arr._dtype_name else vals.astype(arr._dtype_name)
     else:
-        vals = vals.astype(arr._dtype_name)
+        vals = array(_onp.asarray(values), dtype=arr._dtype_name, ctx=arr.context)
+
+    def fit(v, numnew):
+        shp = list(arr.shape)
+        shp[ax] = numnew
+        try:
+            return broadcast_to(v, tuple(shp))
+        except (ValueError, _MXNetError) as e:
+            raise ValueError(f"insert: values of shape {v.shape} cannot be broadcast to the "
+                             f"inserted shape {tuple(shp)} (arr {arr.shape}, axis {axis})") \
+                from e
+
+    if idx.size == 1:
+        pos = int(idx.item())
+        pos = pos + n if pos < 0 else pos
         if vals.ndim < arr.ndim:
-            vals = vals.reshape(shp) if vals.size == _onp.prod(shp) else vals
-        if vals.shape != tuple(shp) and vals.ndim == arr.ndim:
-            pass
-        else:
-            vals = vals.broadcast_to(tuple(shp))
-    return _nd.concat(_nd.slice_axis(arr, axis=ax, begin=0, end=pos), vals,
-                      _nd.slice_axis(arr, axis=ax, begin=pos, end=n), dim=ax)
+            vals = vals.reshape((1,) * (arr.ndim - vals.ndim) + vals.shape)
+        if idx.ndim == 0 and vals.ndim > 1:  # a scalar index: values' first axis goes to axis
+            perm = list(range(1, vals.ndim))
+            perm.insert(ax, 0)
+            vals = vals.transpose(perm)
+        block = fit(vals, vals.shape[ax] if vals.ndim else 1)
+        return _nd.concat(_nd.slice_axis(arr, axis=ax, begin=0, end=pos), block,
+                          _nd.slice_axis(arr, axis=ax, begin=pos, end=n), dim=ax)
+    idx = _onp.where(idx < 0, idx + n, idx)
+    numnew = idx.size
+    if numnew == 0:
+        return arr.copy()
+    # the position of each new entry in the result (NumPy's rule for repeated indices)
+    order = _onp.argsort(idx, kind="mergesort")
+    dest = idx.copy()
+    dest[order] += _onp.arange(numnew)
+    gather = _onp.empty(n + numnew, dtype="int64")
+    old = _onp.ones(n + numnew, dtype=bool)
+    old[dest] = False
+    gather[old] = _onp.arange(n)
+    gather[dest] = n + _onp.arange(numnew)
+    both = _nd.concat(arr, fit(vals, numnew), dim=ax)
+    return _nd.take(both, array(gather, dtype="int64", ctx=arr.context), axis=ax, mode="clip")
 
 
 def _pad_widths(pad_width, ndim):

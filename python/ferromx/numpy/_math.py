@@ -233,19 +233,31 @@ def positive(x, out=None):
 
 
 def arctan2(x1, x2, out=None):
-    """The quadrant-aware arc tangent of ``x1 / x2``."""
+    """The quadrant-aware arc tangent of ``x1 / x2`` with IEEE's special cases (signed
+    zeros: ``arctan2(+-0, -0) = +-pi``; infinities: ``arctan2(+-inf, -inf) = +-3pi/4``),
+    composed of recorded operators (differentiable)."""
     y, x = _a(x1), _a(x2)
+    # one float dtype for both: the wider float, a float operand's over an integer one,
+    # the default float for two integer operands
+    fy, fx = _is_float(y), _is_float(x)
+    if fy and fx:
+        dt = _onp.promote_types(y._dtype_name, x._dtype_name).name
+    else:
+        dt = y._dtype_name if fy else x._dtype_name if fx else _default_float()
+    y = y if y._dtype_name == dt else y.astype(dt)
+    x = x if x._dtype_name == dt else x.astype(dt)
     shp = _onp.broadcast_shapes(y.shape, x.shape)
     y = y if y.shape == shp else y.broadcast_to(shp)
     x = x if x.shape == shp else x.broadcast_to(shp)
-    zero = x == 0
-    safe_x = _nd.where(zero, _nd.ones_like(x), x)
-    base = _nd.arctan(y / safe_x)
-    pi = _nd.ones_like(base) * _onp.pi
-    neg = _nd.where(y >= 0, base + pi, base - pi)
-    res = _nd.where(x < 0, neg, base)
-    half = _nd.where(y > 0, pi / 2, _nd.where(y < 0, -pi / 2, pi * 0))
-    return _out(_nd.where(zero, half, res), out)
+    ay, ax = _nd.abs(y), _nd.abs(x)
+    # the angle of (|x|, |y|) in [0, pi/2]; 0/0 and inf/inf are NaN in the division
+    both_zero, both_inf = (ay == 0) & (ax == 0), (ay == _onp.inf) & (ax == _onp.inf)
+    safe = both_zero | both_inf
+    one = _nd.ones_like(ay)
+    t = _nd.arctan(_nd.where(safe, one, ay) / _nd.where(safe, one, ax))
+    t = _nd.where(both_zero, t * 0, t)  # arctan(1) already is pi/4 for inf/inf
+    t = _nd.where(signbit(x), _nd.ones_like(t) * _onp.pi - t, t)
+    return _out(_nd.where(signbit(y), -t, t), out)
 
 
 def ldexp(x1, x2, out=None):
@@ -454,9 +466,13 @@ def tensordot(a, b, axes=2):
                          f"axes {ax_a} and {ax_b})")
     free_a = [i for i in range(a.ndim) if i not in ax_a]
     free_b = [i for i in range(b.ndim) if i not in ax_b]
-    k = int(_onp.prod([a.shape[i] for i in ax_a]))
-    at = a.transpose(free_a + ax_a).reshape(-1, k)
-    bt = b.transpose(ax_b + free_b).reshape(k, -1)
+    def size(shape, axes):
+        return int(_onp.prod([shape[i] for i in axes]))
+
+    # explicit sizes, not -1: any of them may be zero
+    k, m, n = size(a.shape, ax_a), size(a.shape, free_a), size(b.shape, free_b)
+    at = a.transpose(free_a + ax_a).reshape(m, k)
+    bt = b.transpose(ax_b + free_b).reshape(k, n)
     res = _nd.dot(at, bt)
     return res.reshape(tuple(a.shape[i] for i in free_a) + tuple(b.shape[i] for i in free_b))
 
@@ -502,9 +518,42 @@ def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
     return _nd.concat(*parts, dim=-1)
 
 
+def _einsum_ellipsis(subscripts, operands):
+    """``subscripts`` with each ``...`` spelled out in unused letters (the broadcast axes,
+    right-aligned across operands, as NumPy)."""
+    import string
+
+    lhs, arrow, out = subscripts.partition("->")
+    ins = lhs.split(",")
+    if len(ins) != len(operands):
+        raise ValueError(f"einsum: {len(ins)} operand subscripts for {len(operands)} operands")
+    counts = []
+    for s, op in zip(ins, operands):
+        if s.count("...") > 1 or s.replace("...", "").count("."):
+            raise ValueError(f"einsum: invalid subscripts {s!r} (one '...' at most)")
+        e = op.ndim - len(s.replace("...", "")) if "..." in s else 0
+        if e < 0:
+            raise ValueError(f"einsum: subscripts {s!r} do not match operand shape {op.shape}")
+        counts.append(e)
+    if out.count("...") > 1 or out.replace("...", "").count("."):
+        raise ValueError(f"einsum: invalid output subscripts {out!r}")
+    ne = builtins.max(counts) if counts else 0
+    free = [c for c in string.ascii_letters if c not in subscripts]
+    if len(free) < ne:
+        raise ValueError("einsum: too many subscripts")
+    ell = "".join(free[:ne])
+    # the broadcast axes right-aligned over the operands (their sizes broadcast later)
+    new_ins = [s.replace("...", ell[ne - e:]) for s, e in zip(ins, counts)]
+    if arrow:
+        out = out.replace("...", ell)
+    else:  # implicit output: the broadcast axes first, then the letters seen once
+        letters = "".join(new_ins)
+        once = "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+        out = ell + once
+    return ",".join(new_ins) + "->" + out
+
+
 def _einsum_parse(subscripts, operands):
-    if "..." in subscripts:
-        raise NotImplementedError("einsum: ellipsis ('...') is not supported")
     subscripts = subscripts.replace(" ", "")
     if "->" in subscripts:
         lhs, out = subscripts.split("->")
@@ -519,6 +568,23 @@ def _einsum_parse(subscripts, operands):
         if len(s) != op.ndim:
             raise ValueError(f"einsum: subscripts {s!r} do not match operand shape {op.shape}")
     return ins, out
+
+
+def _einsum_broadcast(ins, ops, subscripts):
+    """The operands with their size-1 axes broadcast to the size a letter has elsewhere (as
+    NumPy broadcasts them)."""
+    sizes = {}
+    for sub, op in zip(ins, ops):
+        for c, d in zip(sub, op.shape):
+            if d != 1 and sizes.setdefault(c, d) != d:
+                raise ValueError(f"einsum: operands could not be broadcast together "
+                                 f"(shapes {[o.shape for o in ops]}, subscripts "
+                                 f"{subscripts!r}): {c!r} is {sizes[c]} and {d}")
+    res = []
+    for sub, op in zip(ins, ops):
+        shp = tuple(sizes.get(c, 1) for c in sub)
+        res.append(op if shp == op.shape else op.broadcast_to(shp))
+    return res
 
 
 def _einsum_single(x, sub, keep):
@@ -556,15 +622,18 @@ def _einsum_pair(x, sx, y, sy, keep):
 
 
 def einsum(*operands, **kwargs):
-    """Einstein summation (``'ij,jk->ik'`` ...), as products of ``batch_dot`` and sums.
-
-    Ellipsis is not supported."""
+    """Einstein summation (``'ij,jk->ik'``, ``'...ij,...jk'`` ...), as products of
+    ``batch_dot`` and sums (recorded, differentiable). ``...`` stands for broadcast axes, as
+    in NumPy."""
     out = kwargs.pop("out", None)
     kwargs.pop("optimize", None)
     if kwargs:
         raise TypeError(f"einsum: unexpected keyword arguments {sorted(kwargs)}")
     subscripts, ops = operands[0], [_a(o) for o in operands[1:]]
+    if "." in subscripts:
+        subscripts = _einsum_ellipsis(subscripts.replace(" ", ""), ops)
     ins, target = _einsum_parse(subscripts, ops)
+    ops = _einsum_broadcast(ins, ops, subscripts)
     x, sx = None, ""
     for i, (op, sub) in enumerate(zip(ops, ins)):
         later = "".join(ins[i + 1:]) + target

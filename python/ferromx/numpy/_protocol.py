@@ -59,7 +59,9 @@ def _to_device(obj, ctx):
     if isinstance(obj, _onp.ndarray):
         if obj.dtype == object:
             raise TypeError("NumPy fallback: an object-dtype result cannot be an mx.np.ndarray")
-        return array(_onp.ascontiguousarray(obj), dtype=obj.dtype, ctx=ctx)
+        # not ascontiguousarray: it makes a 0-d result 1-d (np.cov of one variable is 0-d)
+        obj = obj if obj.flags.c_contiguous else obj.copy(order="C")
+        return array(obj, dtype=obj.dtype, ctx=ctx)
     if isinstance(obj, (list, tuple)):
         return _rebuild(obj, (_to_device(v, ctx) for v in obj))
     if isinstance(obj, _onp.bool_):

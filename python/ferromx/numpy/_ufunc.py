@@ -3,8 +3,11 @@
 A ufunc of NumPy (``np.add``, ``np.isnan`` ...) also accepts ``where``, ``casting``,
 ``order``, ``dtype`` and ``subok``. MXNet accepts each at its default value only: another
 value NumPy allows raises ``NotImplementedError``, one it does not allow ``TypeError``, and
-an unknown keyword ``TypeError``. :func:`wrap_ufuncs` applies that check to every function
-of the ``np`` module whose NumPy namesake is a ``numpy.ufunc``.
+an unknown keyword ``TypeError``. The ufuncs generated from the operator table
+(``_op_gen.make_np_unary`` / ``make_np_binary``: ``np.exp``, ``np.add`` ...) call
+:func:`check_ufunc_kwargs` themselves, in the one function that runs the operator;
+:func:`wrap_ufuncs` adds the check to the hand-written functions of the ``np`` module whose
+NumPy namesake is a ``numpy.ufunc`` (``isnan``, ``equal``, ``arctan2`` ...).
 """
 
 import functools
@@ -49,6 +52,15 @@ def check_ufunc_kwargs(name, kwargs):
         if _legal(key, value):
             raise NotImplementedError(f"{name}: {key}={value} is not implemented yet")
         raise TypeError(f"{name}: {key}={value} not understood")
+
+
+def check_ufunc_call(name, kwargs):
+    """:func:`check_ufunc_kwargs`, then any other keyword is a ``TypeError`` (MXNet 1.9.1:
+    ``foo is an invalid keyword to function 'exp'``). For functions that take ``**kwargs``
+    only for NumPy's ufunc keywords."""
+    check_ufunc_kwargs(name, kwargs)
+    if kwargs:
+        raise TypeError(f"{next(iter(kwargs))} is an invalid keyword to function '{name}'")
 
 
 def _wrap(fn, name):

@@ -204,7 +204,8 @@ def tensorsolve(a, b, axes=None):
             allaxes.remove(k)
             allaxes.insert(a.ndim, k)
         a = a.transpose(allaxes)
-    old = a.shape[-(a.ndim - b.ndim):] if a.ndim > b.ndim else ()
+    # NumPy's rule, also where a.ndim == b.ndim (then x has a's whole shape)
+    old = a.shape[-(a.ndim - b.ndim):]
     prod = _prod(old)
     if _prod(a.shape) != prod * prod:
         raise ValueError(f"tensorsolve: a's shape {a.shape} does not make a square system "
