@@ -201,6 +201,9 @@ _STEP = st.one_of(
     st.tuples(st.just("inplace"), st.integers(0, 99), st.floats(-2, 2, width=32)),
     st.tuples(st.just("drop"), st.integers(0, 99)),
     st.tuples(st.just("bad"), st.integers(0, 99)),
+    st.tuples(st.just("const"), st.sampled_from(["zeros", "ones"]), st.integers(0, 99)),
+    st.tuples(st.just("clip"), st.integers(0, 99), st.floats(-1, 1, width=32), st.floats(0, 2, width=32)),
+    st.tuples(st.just("where"), st.integers(0, 99), st.integers(0, 99), st.integers(0, 99)),
 )
 
 
@@ -238,6 +241,12 @@ def _run_program(seed, steps, record):
                 r = attempt(lambda: getattr(pick(s[2]), s[1])(float(s[3])))
             elif kind == "cast":
                 r = attempt(lambda: pick(s[2]).astype(s[1]))
+            elif kind == "const":
+                r = attempt(lambda: getattr(nd, s[1] + "_like")(pick(s[2])))
+            elif kind == "clip":
+                r = attempt(lambda: nd.clip(pick(s[1]), float(s[2]), float(s[2]) + float(s[3])))
+            elif kind == "where":
+                r = attempt(lambda: nd.where(pick(s[1]) > 1, pick(s[2]), pick(s[3])))
             elif kind == "read":
                 seen.append(attempt(lambda: pick(s[1]).asnumpy().tobytes()))
                 r = None

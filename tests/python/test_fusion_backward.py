@@ -1,3 +1,4 @@
+# ruff: noqa: B023  (closures are called inside the iteration that defines them)
 """The backward of a recorded elementwise chain is one fused pass too: the head
 gradient (`ones_like`) is a constant folded into its readers, and the write of the
 gradient into `x.grad` (`_copyto`) is the fused op's own store. Constants (`zeros`,
@@ -119,3 +120,45 @@ def test_assignment_into_a_view_fuses_and_keeps_the_rest():
     y = base[0:4]
     y[:] = y * 2
     assert base.asnumpy().tolist() == [0, 2, 8, 8, 4, 4, 6, 7]
+
+
+def test_clip_and_where_fuse_bitwise(tmp_path):
+    rng = np.random.default_rng(3)
+    for dt in ("float32", "float16", "int32", "uint8"):
+        xn = rng.uniform(0, 50, 6000).astype(dt)
+        cn = (rng.uniform(0, 1, 6000) > 0.5).astype("float32")
+
+        def prog():
+            x, c = nd.array(xn, dtype=dt), nd.array(cn)
+            a = nd.clip(x * 2, 10, 60) + 1
+            b = nd.where(c, a, x - 1)
+            return [v.asnumpy() for v in (a, b)]
+
+        f, u = _both(prog)
+        for p, q in zip(f, u):
+            assert p.dtype == q.dtype and p.tobytes() == q.tobytes(), dt
+    x, c = nd.array(rng.uniform(-1, 1, 64).astype("float32")), nd.array((np.arange(64) % 2).astype("float32"))
+    x.wait_to_read()
+    c.wait_to_read()
+    names = _ops_run(lambda: nd.where(c, nd.clip(x, -0.5, 0.5) * 2, x).wait_to_read(), tmp_path)
+    assert [n for n in names if n.startswith("_fused(")] == ["_fused(clip,_mul_scalar,where)"], names
+    want = np.where(c.asnumpy() != 0, np.clip(x.asnumpy(), -0.5, 0.5) * 2, x.asnumpy())
+    np.testing.assert_array_equal(nd.where(c, nd.clip(x, -0.5, 0.5) * 2, x).asnumpy(), want)
+
+
+def test_clip_and_where_gradients_through_a_fused_chain():
+    xn = np.array([-2.0, -0.2, 0.3, 1.5], dtype=np.float32)
+    cn = np.array([1, 0, 1, 0], dtype=np.float32)
+
+    def run():
+        x = nd.array(xn)
+        x.attach_grad()
+        with autograd.record():
+            y = nd.where(nd.array(cn), nd.clip(x * 3, -1, 1), x * x)
+        y.backward()
+        return x.grad.asnumpy()
+
+    f, u = _both(run)
+    assert f.tobytes() == u.tobytes()
+    want = np.where(cn != 0, 3.0 * ((xn * 3 >= -1) & (xn * 3 <= 1)), 2 * xn)
+    np.testing.assert_allclose(f, want, rtol=1e-6)

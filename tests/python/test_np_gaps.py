@@ -277,3 +277,23 @@ def test_shares_memory_of_slices_as_numpy(fn):
     assert not mx_fn(m, np.ones((5, 0)))
     assert not mx_fn(m, m.copy())
     assert mx_fn(m, m)
+
+
+@pytest.mark.parametrize("lt,rt,ga,gb", [
+    # values recorded from MXNet 1.9.1: power(a, b) on [1.5, 0, 2] ** [0.5, 1, 3], cast per dtype
+    ("bool", "float32", [False, False, False], [0.0, np.nan, 0.0]),
+    ("float32", "bool", [1.0, 1.0, 1.0], [False, False, False]),
+    ("int32", "float32", [0, 0, 0], [0.0, np.nan, 5.5451775]),
+    ("float32", "int32", [0.0, 1.0, 12.0], [0, 0, 0]),
+])
+def test_mixed_dtype_power_gradients_as_mxnet(lt, rt, ga, gb):
+    a = np.array(onp.array([1.5, 0.0, 2.0]).astype(lt))
+    b = np.array(onp.array([0.5, 1.0, 3.0]).astype(rt))
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        y = np.power(a, b)
+    y.backward()
+    assert a.grad.dtype == onp.dtype(lt) and b.grad.dtype == onp.dtype(rt)
+    onp.testing.assert_allclose(a.grad.asnumpy().astype("float64"), onp.array(ga, dtype="float64"), rtol=1e-6)
+    onp.testing.assert_allclose(b.grad.asnumpy().astype("float64"), onp.array(gb, dtype="float64"), rtol=1e-6)

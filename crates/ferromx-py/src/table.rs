@@ -29,6 +29,8 @@ fn scalar_form<'py>(py: Python<'py>, d: &OpDef, out: &Bound<'py, PyDict>) -> PyR
         }
         Some(ScalarForm::Scalar(op, rev)) => out.set_item("scalar", ("scalar", format!("{op:?}"), *rev))?,
         Some(ScalarForm::Fill) => out.set_item("scalar", ("fill", "", false))?,
+        Some(ScalarForm::Clip) => out.set_item("scalar", ("clip", "", false))?,
+        Some(ScalarForm::Where) => out.set_item("scalar", ("where", "", false))?,
         None => out.set_item("scalar", py.None())?,
     }
     Ok(())

@@ -152,6 +152,8 @@ fn apply<'a>(step: Step, args: &[Src], arg: impl Fn(Src) -> InRef<'a>, o: &mut O
         Step::Cast => crate::ops::cast_tile(&arg(args[0]), o, m),
         Step::Copy => o.copy_from(&arg(args[0])),
         Step::Fill(c) => o.fill(c),
+        Step::Clip(lo, hi) => crate::ops::shape::clip_tile(lo, hi, &arg(args[0]), o, m),
+        Step::Where => crate::ops::index::where_tile(&arg(args[0]), &arg(args[1]), &arg(args[2]), o, m),
     }
 }
 

@@ -71,6 +71,10 @@ pub(crate) enum Step {
     Copy,
     /// A constant (`_zeros`, `ones_like`, ...): no operand.
     Fill(f64),
+    /// `clip(x, lo, hi)`.
+    Clip(f64, f64),
+    /// `where(c, x, y)`.
+    Where,
 }
 
 struct Node {
@@ -191,6 +195,10 @@ fn step_of(call: &OpCall) -> Option<Step> {
     let same = |i: usize| ins.get(i).is_some_and(|v| v.dtype == out.dtype);
     match call.def.scalar {
         Some(ScalarForm::Fill) if ins.is_empty() && call.nums.len() == 1 => Some(Step::Fill(call.nums[0])),
+        Some(ScalarForm::Clip) if ins.len() == 1 && same(0) && call.nums.len() == 2 => {
+            Some(Step::Clip(call.nums[0], call.nums[1]))
+        }
+        Some(ScalarForm::Where) if ins.len() == 3 && same(1) && same(2) => Some(Step::Where),
         Some(ScalarForm::Unary(u, _)) if ins.len() == 1 && same(0) => Some(Step::Unary(u)),
         Some(ScalarForm::Binary(op)) if ins.len() == 2 && same(0) && same(1) => Some(Step::Binary(op)),
         Some(ScalarForm::Scalar(op, rev)) if ins.len() == 1 && same(0) && call.nums.len() == 1 => {
@@ -432,6 +440,8 @@ fn same_step(a: Step, b: Step) -> bool {
         (Step::Binary(x), Step::Binary(y)) => x == y,
         (Step::Scalar(x, rx, cx), Step::Scalar(y, ry, cy)) => x == y && rx == ry && cx.to_bits() == cy.to_bits(),
         (Step::Fill(x), Step::Fill(y)) => x.to_bits() == y.to_bits(),
+        (Step::Clip(a, b), Step::Clip(c, d)) => a.to_bits() == c.to_bits() && b.to_bits() == d.to_bits(),
+        (Step::Where, Step::Where) => true,
         (Step::Cast, Step::Cast) | (Step::Copy, Step::Copy) => true,
         _ => false,
     }
@@ -449,6 +459,7 @@ fn push_single(nd: &Node, ext: &[View]) {
         .collect();
     let nums: SmallVec<[f64; 4]> = match nd.step {
         Step::Scalar(_, _, s) | Step::Fill(s) => SmallVec::from_slice(&[s]),
+        Step::Clip(lo, hi) => SmallVec::from_slice(&[lo, hi]),
         _ => SmallVec::new(),
     };
     let Some(out) = nd.out.clone() else { return };

@@ -170,6 +170,11 @@ pub enum ScalarForm {
     /// `ones_like`, ...). A fusion pass folds it into the chain that reads it, so the
     /// head gradient of `backward()` or a zero initial value is never stored.
     Fill,
+    /// `clip(x, lo, hi)` with the bounds as the call's two numeric parameters.
+    Clip,
+    /// `where(c, x, y)`: `x` where `c` is non-zero, else `y` (the condition may have
+    /// any dtype; `x`, `y` and the result share one).
+    Where,
 }
 
 /// Small inputs for generic tests (the finite-difference gradient check).

@@ -96,6 +96,20 @@ pub fn astype(x: &NDArray, dtype: DType) -> Result<NDArray> {
     Ok(out)
 }
 
+/// [`astype`] whose recorded gradient is zeros (an integer operand promoted inside a
+/// mixed-dtype operator: MXNet gives it no gradient).
+pub(crate) fn astype_zero_grad(x: &NDArray, dtype: DType) -> Result<NDArray> {
+    let out = NDArray::empty(x.shape().clone(), dtype, x.ctx())?;
+    if x.size() > 0 {
+        push_call(OpCall::new(&DEFS[0], &[x], &[&out]))?;
+    }
+    if needs_record(&[x]) {
+        let (shape, dt, ctx) = (x.shape().clone(), x.dtype(), x.ctx());
+        record("cast", &[x], &[&out], Box::new(move |_| Ok(vec![Some(zeros(shape.clone(), dt, ctx)?)])));
+    }
+    Ok(out)
+}
+
 /// The kernel of `cast`: converts input 0 into output 0's dtype (C-style casts).
 fn cast_kernel(_c: &OpCall, k: &crate::storage::Kernel) -> std::result::Result<(), ferromx_engine::OpFailure> {
     let (src, dst) = (k.in_dtype(0), k.out_dtype(0));

@@ -243,9 +243,18 @@ fn forward_scalar(inv: &Invocation<'_>) -> Result<Vec<NDArray>> {
 fn unify(op: &str, a: &NDArray, b: &NDArray) -> Result<(NDArray, NDArray, DType)> {
     check_ctx(op, a, b)?;
     let dt = DType::promote(a.dtype(), b.dtype());
-    let a = if a.dtype() != dt { ops::astype(a, dt)? } else { a.clone() };
-    let b = if b.dtype() != dt { ops::astype(b, dt)? } else { b.clone() };
-    Ok((a, b, dt))
+    // An integer or bool operand promoted to a float gets a zero gradient, as MXNet's
+    // mixed-precision kernels give it (a plain cast would pass the float gradient back).
+    let cast = |x: &NDArray| {
+        if x.dtype() == dt {
+            Ok(x.clone())
+        } else if !x.dtype().is_float() {
+            ops::astype_zero_grad(x, dt)
+        } else {
+            ops::astype(x, dt)
+        }
+    };
+    Ok((cast(a)?, cast(b)?, dt))
 }
 
 /// `op(a, b)` with broadcasting and type promotion.
@@ -259,7 +268,9 @@ pub fn binary(op: BinOp, a: &NDArray, b: &NDArray) -> Result<NDArray> {
     }
     if needs_record(&[a, b]) {
         if op.differentiable() {
-            record_grad(def, &[a, b], &out, &[]);
+            // Through the casts `unify` made: the gradient is computed on the operands
+            // as the kernel saw them (`power(bool, float)`'s `log(base)` of a float).
+            record_grad(def, &[&a2, &b2], &out, &[]);
         } else {
             record_zero_grad(def, &[a, b], &out, &[]);
         }

@@ -265,6 +265,27 @@ pub(super) fn where_kernel(_c: &OpCall, k: &Kernel) -> KResult {
     Ok(())
 }
 
+/// [`where_kernel`] on the front `m` elements of fused tiles (operands of the
+/// output's shape): the same test of the condition and the same selection.
+pub(crate) fn where_tile(
+    c: &crate::fusion::tile::InRef,
+    a: &crate::fusion::tile::InRef,
+    b: &crate::fusion::tile::InRef,
+    o: &mut crate::fusion::tile::OutRef,
+    m: usize,
+) {
+    use crate::fusion::tile::TileElem;
+    with_dtype!(c.dtype(), C, {
+        let c = C::of(c);
+        with_dtype!(a.dtype(), T, {
+            let (a, b, o) = (T::of(a), T::of(b), &mut T::get_mut(o)[..m]);
+            for i in 0..m {
+                o[i] = if c[i].to_f64() != 0.0 { a[i] } else { b[i] };
+            }
+        });
+    });
+}
+
 /// Offsets (in elements) of the columns of an `(m, y)` index matrix into the
 /// leading `m` dims of a shape (`dims`, row-major strides `st`).
 fn nd_offsets(ids: &[i64], dims: &[usize], st: &[usize], y: usize) -> std::result::Result<Vec<usize>, OpFailure> {

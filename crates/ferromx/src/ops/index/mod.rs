@@ -12,7 +12,7 @@ mod select;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use cpu::{affine_ints, gather_kernel};
+pub(crate) use cpu::{affine_ints, gather_kernel, where_tile};
 pub(crate) use gather::scatter_affine_rec;
 pub use gather::*;
 pub use indexing::Idx;
@@ -230,6 +230,7 @@ pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "where",
         cpu: KernelSlot::Call(cpu::where_kernel),
+        scalar: Some(crate::opdef::ScalarForm::Where),
         infer: Some(infer_where),
         inputs: &["condition", "x", "y"],
         doc: "`x` where `condition` is non-zero, else `y` (row-wise for a 1-d condition).",

@@ -13,7 +13,6 @@
 //! - `slice_axis`: the index family's affine gather (`index::affine_ints`);
 //! - `clip`: none; `nums` is `[a_min, a_max]`.
 
-use crate::dtype::Elem;
 use crate::engine::OpFailure;
 use crate::opdef::OpCall;
 use crate::ops::binary::arith::Arith;
@@ -142,9 +141,25 @@ pub(super) fn for_each_region(dims: &[usize], base: isize, signed: &[isize], mut
 /// `min(max(x, a_min), a_max)` with the bounds in the input's dtype.
 pub(super) fn clip_kernel(c: &OpCall, k: &Kernel) -> KResult {
     let (lo, hi) = (c.nums[0], c.nums[1]);
-    with_dtype!(k.in_dtype(0), T, {
-        let (l, h) = (T::from_f64(lo), T::from_f64(hi));
-        map1(k.input::<T>(0), k.output::<T>(0), move |v: T| v.max_(l).min_(h));
-    });
+    with_dtype!(k.in_dtype(0), T, clip_into::<T>(lo, hi, k.input::<T>(0), k.output::<T>(0)));
     Ok(())
+}
+
+/// `clip`'s per-element code (the kernel's and a fused chain's).
+#[inline]
+fn clip_into<T: Arith>(lo: f64, hi: f64, x: &[T], o: &mut [T]) {
+    let (l, h) = (T::from_f64(lo), T::from_f64(hi));
+    map1(x, o, move |v: T| v.max_(l).min_(h));
+}
+
+/// [`clip_kernel`] on the front `m` elements of fused tiles.
+pub(crate) fn clip_tile(
+    lo: f64,
+    hi: f64,
+    x: &crate::fusion::tile::InRef,
+    o: &mut crate::fusion::tile::OutRef,
+    m: usize,
+) {
+    use crate::fusion::tile::TileElem;
+    with_dtype!(x.dtype(), T, clip_into::<T>(lo, hi, T::of(x), &mut T::get_mut(o)[..m]));
 }

@@ -7,7 +7,7 @@ mod layout;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use cpu::transpose_kernel;
+pub(crate) use cpu::{clip_tile, transpose_kernel};
 pub(crate) use layout::transpose_as;
 pub use layout::*;
 
@@ -383,6 +383,7 @@ pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "clip",
         cpu: KernelSlot::Call(cpu::clip_kernel),
+        scalar: Some(crate::opdef::ScalarForm::Clip),
         infer: Some(infer_same),
         aliases: FLUENT,
         inputs: &["data"],
