@@ -143,7 +143,7 @@ fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, le
 }
 
 /// Runs one step on the front `m` elements: each operator's own per-element code.
-#[inline]
+#[inline(always)]
 fn apply<'a>(step: Step, args: &[Src], arg: impl Fn(Src) -> InRef<'a>, o: &mut OutRef, m: usize) {
     match step {
         Step::Unary(u) => crate::ops::unary::run_tile(u, &arg(args[0]), o, m),
