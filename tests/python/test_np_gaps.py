@@ -297,3 +297,17 @@ def test_mixed_dtype_power_gradients_as_mxnet(lt, rt, ga, gb):
     assert a.grad.dtype == onp.dtype(lt) and b.grad.dtype == onp.dtype(rt)
     onp.testing.assert_allclose(a.grad.asnumpy().astype("float64"), onp.array(ga, dtype="float64"), rtol=1e-6)
     onp.testing.assert_allclose(b.grad.asnumpy().astype("float64"), onp.array(gb, dtype="float64"), rtol=1e-6)
+
+
+@pytest.mark.parametrize("api", ["nd", "np"])
+def test_integer_reductions_record_their_gradient_as_mxnet(api):
+    # recorded from MXNet 1.9.1 on [[1, 2], [3, 4]] int32, axis=1
+    want = {"sum": [[1, 1], [1, 1]], "max": [[0, 1], [0, 1]], "mean": [[0, 0], [0, 0]]}
+    for red, g in want.items():
+        x = (mx.nd if api == "nd" else np).array([[1, 2], [3, 4]], dtype="int32")
+        x.attach_grad()
+        with mx.autograd.record():
+            y = getattr(mx.nd, red)(x, axis=1) if api == "nd" else getattr(x, red)(axis=1)
+        y.backward()
+        assert x.grad.dtype == onp.int32
+        assert x.grad.asnumpy().tolist() == g, red

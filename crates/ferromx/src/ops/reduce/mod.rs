@@ -158,7 +158,9 @@ pub fn reduce(op: ReduceOp, x: &NDArray, axes: Option<&[i64]>, keepdims: bool, e
     }
     let oshape = out_shape(x.shape(), &axes, keepdims);
     let out = cur.view_as(oshape, 0);
-    if needs_record(&[x]) && x.dtype().is_float() {
+    // Integer reductions record too, as in MXNet (their gradients are computed in the
+    // integer dtype: `sum` gives ones, `max` the argmax mask, `mean` the truncated 1/n).
+    if needs_record(&[x]) && x.dtype() != DType::Bool {
         let (xc, os) = (x.clone(), crate::autograd::save_output(&out));
         let kshape = out_shape(x.shape(), &axes, true);
         record(
