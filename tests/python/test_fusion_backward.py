@@ -10,6 +10,7 @@ import json
 import numpy as np
 import pytest
 from ferromx import _native, autograd, nd, profiler
+from test_fusion import _both
 
 
 @pytest.fixture(autouse=True)
@@ -17,15 +18,6 @@ def _fusion_on():
     prev = _native.set_fusion(True)
     yield
     _native.set_fusion(prev)
-
-
-def _both(fn):
-    out = []
-    for on in (True, False):
-        _native.set_fusion(on)
-        out.append(fn())
-    _native.set_fusion(True)
-    return out
 
 
 def _ops_run(fn, tmp_path):
