@@ -182,6 +182,12 @@ impl Drop for FlushingGuard {
     }
 }
 
+/// Whether `v` is exactly a value the pending chain computes (so an elementwise
+/// call reading it joins the chain instead of waiting for it).
+pub(crate) fn computes(v: &View) -> bool {
+    enabled() && CHAIN.lock().nodes.iter().any(|nd| nd.is(v))
+}
+
 /// Calls (of the pending chain) not yet handed to the engine.
 pub fn pending() -> usize {
     CHAIN.lock().nodes.len()

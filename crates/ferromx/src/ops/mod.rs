@@ -199,9 +199,11 @@ pub fn assign(dst: &NDArray, src: &NDArray) -> Result<()> {
     if oshape.size() == 0 {
         return Ok(());
     }
-    if src.shape() == &oshape {
-        // An elementwise copy into `dst`: fusable, so `grad[:] = <chain>` (autograd's
-        // write of a gradient) stores the chain's value once, straight into `dst`.
+    if src.shape() == &oshape && crate::fusion::computes(&src.view()) {
+        // A copy of a value the pending chain computes joins it: `grad[:] = <chain>`
+        // (autograd's write of a gradient) stores the chain's value once, straight into
+        // `dst`. Any other copy is pushed at once, as before, so a gradient a gemm wrote
+        // is copied (and a bucket of them reduced) while the rest of backward runs.
         return push_call(OpCall::new(&DEFS[2], &[&src], &[dst]));
     }
     let sb = src.shape().broadcast_strides(&oshape);
