@@ -346,29 +346,7 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
                 Src::Reg(r) => Src::Reg(reg_map[r as usize]),
             })
             .collect();
-        let step = fold_constant(nd.step, &args, &steps, nd.dtype);
-        let consts: Option<SmallVec<[(f64, crate::DType); 2]>> = args
-            .iter()
-            .map(|a| match *a {
-                Src::Reg(r) => match steps[r as usize].step {
-                    Step::Fill(c) => Some((c, steps[r as usize].dtype)),
-                    _ => None,
-                },
-                Src::Ext(_) => None,
-            })
-            .collect();
-        // Every operand a constant (`-ones_like(y)`): the step is a constant too.
-        let (step, args) = match consts {
-            Some(c) if !c.is_empty() => match exec::eval_constant(step, &c, nd.dtype) {
-                Some(v) => (Step::Fill(v), SmallVec::new()),
-                None => (step, args),
-            },
-            _ => (step, args),
-        };
-        let args: SmallVec<[Src; 2]> = match (nd.step, step) {
-            (Step::Binary(_), Step::Scalar(..)) => args.into_iter().filter(|a| !is_fill(a, &steps)).collect(),
-            _ => args,
-        };
+        let (step, args) = fold_constant(nd.step, args, &steps, nd.dtype);
         // A call repeating an earlier one (`x*2+1` written twice) reuses its value.
         if let Some(r) =
             steps.iter().position(|s: &PStep| s.dtype == nd.dtype && s.args == args && same_step(s.step, step))
@@ -411,31 +389,45 @@ fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
     push_fused(name, ins, outv, label, detail, move |k| exec::run(&prog, k));
 }
 
-/// Whether `a` is the value of a constant step.
-fn is_fill(a: &Src, steps: &[PStep]) -> bool {
-    matches!(*a, Src::Reg(r) if matches!(steps[r as usize].step, Step::Fill(_)))
-}
-
-/// A float `+ - * /` with a constant operand (`ones_like(y) * x`, the head gradient
-/// of `backward()`) as that operator's scalar form: the same arithmetic on the same
-/// converted constant, so the result is bitwise that of the unfused ops, and the
-/// constant's step is then not run.
-fn fold_constant(step: Step, args: &[Src], steps: &[PStep], dtype: crate::DType) -> Step {
-    let Step::Binary(op) = step else { return step };
-    if !dtype.is_float() || !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
-        return step;
-    }
-    let fill = |a: &Src| match *a {
+/// The value and dtype of `a` when it is a constant step's value.
+fn constant(a: &Src, steps: &[PStep]) -> Option<(f64, crate::DType)> {
+    match *a {
         Src::Reg(r) => match steps[r as usize].step {
-            Step::Fill(c) => Some(c),
+            Step::Fill(c) => Some((c, steps[r as usize].dtype)),
             _ => None,
         },
         Src::Ext(_) => None,
-    };
-    match (fill(&args[0]), fill(&args[1])) {
-        (None, Some(c)) => Step::Scalar(op, false, c),
-        (Some(c), None) => Step::Scalar(op, true, c),
-        _ => step,
+    }
+}
+
+/// Folds constant operands into a step (`args` already in `steps`' registers):
+/// - a step whose operands are all constants (`-ones_like(y)`) becomes a constant,
+///   evaluated once with the kernels the fused op would run;
+/// - a float `+ - * /` with one constant operand (`ones_like(y) * x`, the head
+///   gradient of `backward()`) becomes that operator's scalar form: the same
+///   arithmetic on the same converted constant, so results stay bitwise those of the
+///   unfused ops, and the constant's step is then not run.
+fn fold_constant(
+    step: Step,
+    args: SmallVec<[Src; 2]>,
+    steps: &[PStep],
+    dtype: crate::DType,
+) -> (Step, SmallVec<[Src; 2]>) {
+    let consts: Option<SmallVec<[(f64, crate::DType); 2]>> = args.iter().map(|a| constant(a, steps)).collect();
+    if let Some(c) = consts.filter(|c| !c.is_empty()) {
+        return match exec::eval_constant(step, &c, dtype) {
+            Some(v) => (Step::Fill(v), SmallVec::new()),
+            None => (step, args),
+        };
+    }
+    let Step::Binary(op) = step else { return (step, args) };
+    if !dtype.is_float() || !matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) {
+        return (step, args);
+    }
+    match (constant(&args[0], steps), constant(&args[1], steps)) {
+        (None, Some((c, _))) => (Step::Scalar(op, false, c), SmallVec::from_slice(&args[..1])),
+        (Some((c, _)), None) => (Step::Scalar(op, true, c), SmallVec::from_slice(&args[1..])),
+        _ => (step, args),
     }
 }
 
