@@ -64,11 +64,11 @@ fn apply_bcast<T: Copy + Send + Sync>(
     }
     if b.len() == 1 && a.len() == n {
         let y = b[0];
-        return map1(a, out, |x| f(x, y));
+        return map1(a, out, move |x| f(x, y));
     }
     if a.len() == 1 && b.len() == n {
         let x = a[0];
-        return map1(b, out, |y| f(x, y));
+        return map1(b, out, move |y| f(x, y));
     }
     let dims = oshape.dims();
     let nd = dims.len();
@@ -231,7 +231,7 @@ pub(crate) fn run_inplace(op: BinOp, dt: DType, oshape: &Shape, sb: &[usize], k:
                     })
                 } else if y.len() == 1 {
                     let yv = y[0];
-                    chunked(o, PAR_MIN, |_, c| {
+                    chunked(o, PAR_MIN, move |_, c| {
                         for ov in c.iter_mut() {
                             *ov = f(*ov, yv);
                         }

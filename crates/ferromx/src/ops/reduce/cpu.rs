@@ -14,10 +14,12 @@ use crate::dtype::Elem;
 use crate::engine::OpFailure;
 use crate::opdef::OpCall;
 use crate::ops::binary::arith::Arith;
+use crate::ops::par::chunked;
 use crate::shape::Shape;
 use crate::storage::Kernel;
+use crate::storage::{dispatch, fanout};
 use crate::with_dtype;
-use rayon::prelude::*;
+use parking_lot::Mutex;
 
 type KResult = std::result::Result<(), OpFailure>;
 
@@ -112,14 +114,20 @@ fn reduce_float<T: Arith>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r:
             let chunk = r.div_ceil(threads * 2).max(1);
             let parts: Vec<parking_lot::Mutex<f64>> =
                 (0..r.div_ceil(chunk)).map(|_| parking_lot::Mutex::new(identity(op))).collect();
-            crate::storage::fanout(parts.len(), threads - 1, &|i| {
+            fanout(parts.len(), threads - 1, &|i| {
                 let c = &x[i * chunk..((i + 1) * chunk).min(r)];
                 *parts[i].lock() = reduce_slice(op, c);
             });
             let v = parts.into_iter().fold(identity(op), |a, p| combine(op, a, p.into_inner()));
             out[0] = fin(v);
         } else if outer * r >= 1 << 17 {
-            out.par_iter_mut().enumerate().for_each(|(o, ov)| *ov = fin(reduce_slice(op, &x[o * r..(o + 1) * r])));
+            // `chunked`, not a rayon loop: from an engine worker a rayon loop waits
+            // for the pool, which a concurrent gemm keeps busy for a millisecond.
+            chunked(out, ((1 << 15) / r.max(1)).max(1), move |s, c| {
+                for (j, ov) in c.iter_mut().enumerate() {
+                    *ov = fin(reduce_slice(op, &x[(s + j) * r..(s + j + 1) * r]));
+                }
+            });
         } else {
             for (o, ov) in out.iter_mut().enumerate() {
                 *ov = fin(reduce_slice(op, &x[o * r..(o + 1) * r]));
@@ -154,9 +162,18 @@ fn reduce_float<T: Arith>(op: ReduceOp, x: &[T], out: &mut [T], outer: usize, r:
     if outer * r * inner >= 1 << 17 {
         // Column blocks of every output row in parallel: a reduction over a
         // leading axis (a bias gradient, outer = 1) splits too.
-        let cols = inner.div_ceil(rayon::current_num_threads() * 4).clamp(64.min(inner), 4096);
-        out.par_chunks_mut(inner).enumerate().for_each(|(o, orow)| {
-            orow.par_chunks_mut(cols).enumerate().for_each(|(b, c)| block(o, b * cols, c));
+        // They are shared out by `fanout` (this worker starts at once), not by a
+        // rayon loop, which would wait for a pool that a concurrent gemm keeps busy:
+        // in an MLP's backward that made the bias gradient take as long as the gemm.
+        let threads = rayon::current_num_threads().max(1);
+        let cols = inner.div_ceil(threads * 4).clamp(64.min(inner), 4096);
+        let per_row = inner.div_ceil(cols);
+        let slots: Vec<Mutex<Option<&mut [T]>>> =
+            out.chunks_mut(inner).flat_map(|row| row.chunks_mut(cols)).map(|c| Mutex::new(Some(c))).collect();
+        fanout(slots.len(), threads - 1, &|i| {
+            if let Some(c) = slots[i].lock().take() {
+                dispatch(|| block(i / per_row, (i % per_row) * cols, c));
+            }
         });
     } else {
         for (o, c) in out.chunks_mut(inner).enumerate() {
@@ -243,7 +260,7 @@ fn norm_all<T: Elem>(x: &[T], ord: i64) -> f64 {
     let chunk = x.len().div_ceil(threads * 2).max(1);
     let parts: Vec<parking_lot::Mutex<f64>> =
         (0..x.len().div_ceil(chunk)).map(|_| parking_lot::Mutex::new(0.0)).collect();
-    crate::storage::fanout(parts.len(), threads - 1, &|i| {
+    fanout(parts.len(), threads - 1, &|i| {
         *parts[i].lock() = norm_slice(&x[i * chunk..((i + 1) * chunk).min(x.len())], ord);
     });
     parts.into_iter().map(|p| p.into_inner()).sum()
