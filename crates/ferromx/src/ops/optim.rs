@@ -8,7 +8,7 @@ use crate::engine::OpFailure;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{push_call, KernelSlot, Meta, OpCall};
-use crate::ops::par::chunked;
+use crate::ops::par::{chunked, chunked_with};
 use crate::storage::Kernel;
 
 /// Hyper-parameters shared by all updates.
@@ -215,68 +215,71 @@ fn run(kind: Update, p: UpdateParams, k: &Kernel) -> std::result::Result<(), OpF
     let g = k.input::<f32>(0);
     let w = k.output::<f32>(0);
     let (lr, wd) = (p.lr as f32, p.wd as f32);
+    const GRAIN: usize = 1 << 15;
     match kind {
-        Update::Sgd => chunked(w, 1 << 15, |s, w| {
+        Update::Sgd => chunked(w, GRAIN, move |s, w| {
             for (wi, &gi) in w.iter_mut().zip(&g[s..]) {
                 *wi -= lr * (p.grad(gi) + wd * *wi);
             }
         }),
         Update::SgdMom { momentum } | Update::Nag { momentum } => {
-            let m = k.output::<f32>(1);
             let mu = momentum as f32;
             let nag = matches!(kind, Update::Nag { .. });
-            for i in 0..w.len() {
-                let gi = p.grad(g[i]) + wd * w[i];
-                if nag {
+            chunked_with(w, [k.output::<f32>(1)], GRAIN, move |s, w, [m]| {
+                for ((wi, mi), &g) in w.iter_mut().zip(m.iter_mut()).zip(&g[s..]) {
+                    let gi = p.grad(g) + wd * *wi;
+                    *mi = mu * *mi - lr * gi;
                     // MXNet's NAGMomKernel: the buffer holds the step, as for SGD.
-                    m[i] = mu * m[i] - lr * gi;
-                    w[i] += mu * m[i] - lr * gi;
-                } else {
-                    m[i] = mu * m[i] - lr * gi;
-                    w[i] += m[i];
+                    *wi += if nag { mu * *mi - lr * gi } else { *mi };
                 }
-            }
+            })
         }
         Update::Adam { beta1, beta2, epsilon } => {
-            let (m, v) = (k.output::<f32>(1), k.output::<f32>(2));
             let (b1, b2, eps) = (beta1 as f32, beta2 as f32, epsilon as f32);
-            for i in 0..w.len() {
-                // MXNet's AdamUpdateKernel: weight decay joins before clipping
-                let gi = p.clip(g[i] * p.rescale_grad as f32 + wd * w[i]);
-                m[i] = b1 * m[i] + (1.0 - b1) * gi;
-                v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
-                w[i] -= lr * m[i] / (v[i].sqrt() + eps);
-            }
+            let st = [k.output::<f32>(1), k.output::<f32>(2)];
+            chunked_with(w, st, GRAIN, move |s, w, [m, v]| {
+                for (i, wi) in w.iter_mut().enumerate() {
+                    // MXNet's AdamUpdateKernel: weight decay joins before clipping
+                    let gi = p.clip(g[s + i] * p.rescale_grad as f32 + wd * *wi);
+                    m[i] = b1 * m[i] + (1.0 - b1) * gi;
+                    v[i] = b2 * v[i] + (1.0 - b2) * gi * gi;
+                    *wi -= lr * m[i] / (v[i].sqrt() + eps);
+                }
+            })
         }
         Update::RmsProp { gamma1, epsilon, clip_weights } => {
-            let n = k.output::<f32>(1);
             let (g1, eps) = (gamma1 as f32, epsilon as f32);
-            for i in 0..w.len() {
-                // as MXNet's RMSPropUpdateKernel: decay, then clip
-                let gi = p.clip(g[i] * p.rescale_grad as f32 + wd * w[i]);
-                n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
-                w[i] = clip_weight(w[i] - lr * gi / (n[i] + eps).sqrt(), clip_weights);
-            }
+            chunked_with(w, [k.output::<f32>(1)], GRAIN, move |s, w, [n]| {
+                for (i, wi) in w.iter_mut().enumerate() {
+                    // as MXNet's RMSPropUpdateKernel: decay, then clip
+                    let gi = p.clip(g[s + i] * p.rescale_grad as f32 + wd * *wi);
+                    n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
+                    *wi = clip_weight(*wi - lr * gi / (n[i] + eps).sqrt(), clip_weights);
+                }
+            })
         }
         Update::RmsPropAlex { gamma1, gamma2, epsilon, clip_weights } => {
-            let (n, gm, d) = (k.output::<f32>(1), k.output::<f32>(2), k.output::<f32>(3));
             let (g1, g2, eps) = (gamma1 as f32, gamma2 as f32, epsilon as f32);
-            for i in 0..w.len() {
-                let gi = p.clip(g[i] * p.rescale_grad as f32 + wd * w[i]);
-                n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
-                gm[i] = (1.0 - g1) * gi + g1 * gm[i];
-                d[i] = g2 * d[i] - lr * gi / (n[i] - gm[i] * gm[i] + eps).sqrt();
-                w[i] = clip_weight(w[i] + d[i], clip_weights);
-            }
+            let st = [k.output::<f32>(1), k.output::<f32>(2), k.output::<f32>(3)];
+            chunked_with(w, st, GRAIN, move |s, w, [n, gm, d]| {
+                for (i, wi) in w.iter_mut().enumerate() {
+                    let gi = p.clip(g[s + i] * p.rescale_grad as f32 + wd * *wi);
+                    n[i] = (1.0 - g1) * gi * gi + g1 * n[i];
+                    gm[i] = (1.0 - g1) * gi + g1 * gm[i];
+                    d[i] = g2 * d[i] - lr * gi / (n[i] - gm[i] * gm[i] + eps).sqrt();
+                    *wi = clip_weight(*wi + d[i], clip_weights);
+                }
+            })
         }
         Update::AdaGrad { epsilon } => {
-            let h = k.output::<f32>(1);
             let eps = epsilon as f32;
-            for i in 0..w.len() {
-                let gi = p.grad(g[i]);
-                h[i] += gi * gi;
-                w[i] -= lr * (gi / (h[i] + eps).sqrt() + wd * w[i]);
-            }
+            chunked_with(w, [k.output::<f32>(1)], GRAIN, move |s, w, [h]| {
+                for (i, wi) in w.iter_mut().enumerate() {
+                    let gi = p.grad(g[s + i]);
+                    h[i] += gi * gi;
+                    *wi -= lr * (gi / (h[i] + eps).sqrt() + wd * *wi);
+                }
+            })
         }
     }
     Ok(())

@@ -34,6 +34,39 @@ pub fn chunked<R: Send>(out: &mut [R], grain: usize, f: impl Fn(usize, &mut [R])
     });
 }
 
+/// [`chunked`] over `out` and `N` more slices of the same length, split at the
+/// same places: `f(start, out_chunk, [state_chunks])`. Optimizer updates write
+/// the weight and its states together, so all of them must be cut alike.
+pub fn chunked_with<R: Send, const N: usize>(
+    out: &mut [R],
+    more: [&mut [R]; N],
+    grain: usize,
+    f: impl Fn(usize, &mut [R], [&mut [R]; N]) + Sync + Send,
+) {
+    let n = out.len();
+    let threads = if n < grain.max(2) { 1 } else { rayon::current_num_threads().max(1) };
+    if threads == 1 {
+        dispatch(|| f(0, out, more));
+        return;
+    }
+    let pieces = (n / grain).clamp(1, threads * 4);
+    let chunk = n.div_ceil(pieces);
+    let mut rest = more.map(|m| m.chunks_mut(chunk));
+    let slots: Vec<Mutex<Option<(&mut [R], [&mut [R]; N])>>> = out
+        .chunks_mut(chunk)
+        .map(|c| {
+            // every slice has `out`'s length, so each iterator yields as many chunks
+            let m: [&mut [R]; N] = std::array::from_fn(|j| rest[j].next().unwrap_or_default());
+            Mutex::new(Some((c, m)))
+        })
+        .collect();
+    fanout(slots.len(), threads - 1, &|i| {
+        if let Some((c, m)) = slots[i].lock().take() {
+            dispatch(|| f(i * chunk, c, m));
+        }
+    });
+}
+
 /// `out[i] = f(a[i])`.
 #[inline]
 pub fn map1<A: Copy + Sync, R: Send>(a: &[A], out: &mut [R], f: impl Fn(A) -> R + Sync + Send) {
