@@ -16,11 +16,14 @@ Layout (all integers little-endian), written and read byte-compatibly with MXNet
 * **Legacy records** (read only): V1 ``0xF993FAC8`` (int64 dims, no stype) and the
   oldest form, whose first ``uint32`` is ``ndim`` followed by ``uint32`` dims.
 
-Writing picks V3 for every record when ``npx.set_np()`` is active (as MXNet does) *or* when
+Writing picks V3 for every record when NumPy shape semantics are on (``npx.set_np()``,
+``with np_shape(True)``) (as MXNet does) *or* when
 some array is 0-d: MXNet 1.9.1 itself writes a 0-d array outside NumPy semantics as a V2
 record that it cannot read back, so ferromx writes such a file as MXNet would under
 ``set_np()`` (MXNet loads it inside ``npx.set_np()`` / ``with mx.util.np_shape(True)``).
-ferromx reads V2 and V3 records whatever the mode.
+Reading checks the mode as MXNet does: a V3 file loads only with NumPy shape semantics on,
+any other only with them off (Gluon's parameter loader reads either, as MXNet's does by
+retrying with the semantics off).
 
 Reading from a path goes first through the native reader (``ferromx::fileio::mxnet``): it
 maps the file copy-on-write and the arrays share its pages (the OS reads a page when it is
@@ -305,10 +308,50 @@ def load_native(fname, ctx=None, np_array=False):
     return arrays, names
 
 
+def _first_record_magic(fname):
+    """The magic of the file's first record, or ``None`` (no records, not a list file)."""
+    with open(os.fspath(fname), "rb") as fobj:
+        head = fobj.read(28)
+    if len(head) < 28 or not is_mxnet_file(head) or _U64.unpack(head[16:24])[0] == 0:
+        return None
+    return _U32.unpack(head[24:28])[0]
+
+
+def check_shape_semantics(fname):
+    """Raise as MXNet 1.9.1's ``NDArray::Load`` does when the file's records were written
+    under the other shape semantics: a V3 record (saved with NumPy shape semantics on)
+    loads only with them on, any other record only with them off.  Both MXNet and
+    ferromx write every record of a file with the same magic, so the first one decides.
+    The message names ``is_np_shape``, which Gluon's loader (MXNet's and ours) looks
+    for to retry a legacy file with the semantics off."""
+    from .util import is_np_shape
+
+    magic = _first_record_magic(fname)
+    if magic is None:
+        return
+    on = is_np_shape()
+    if magic == V3_MAGIC and not on:
+        raise MXNetError(
+            f"load '{os.fspath(fname)}': ndarray was saved in np shape semantics, must be loaded "
+            "in the same semantics (is_np_shape() is off). Please turn on np shape semantics "
+            "in Python using `with np_shape(True)` or decorator `use_np_shape` to scope the "
+            "code of loading the ndarray."
+        )
+    if magic != V3_MAGIC and on:
+        raise MXNetError(
+            f"load '{os.fspath(fname)}': ndarray was not saved in np shape semantics, but "
+            "being loaded in np shape semantics (is_np_shape() is on). Please turn off np "
+            "shape semantics in Python using `with np_shape(False)` to scope the code of "
+            "loading the ndarray."
+        )
+
+
 def load(fname, ctx=None):
     """Load an MXNet NDArray file as MXNet's ``nd.load`` does: a list, or a dict when the
-    file has names.  Every array is parsed before any NDArray is created; the native reader
-    (:func:`load_native`) is tried first."""
+    file has names.  The shape semantics must match the file's
+    (:func:`check_shape_semantics`).  Every array is parsed before any NDArray is
+    created; the native reader (:func:`load_native`) is tried first."""
+    check_shape_semantics(fname)
     fast = load_native(fname, ctx)
     if fast is not None:
         values, names = fast
@@ -358,9 +401,9 @@ def _record_bytes(data, dtype, np_shape):
 
 
 def _use_np_shape(arrays):
-    from . import numpy_extension as npx
+    from .util import is_np_shape
 
-    return npx.is_np_array() or any(len(a.shape) == 0 for a in arrays)
+    return is_np_shape() or any(len(a.shape) == 0 for a in arrays)
 
 
 def dump_record(arr, np_shape=None):

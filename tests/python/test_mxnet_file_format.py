@@ -90,7 +90,9 @@ def test_zero_d_outside_np_mode_is_written_as_v3(tmp_path):
 )
 def test_load_mxnet_files(name):
     arrays, names = expected_arrays(name)
-    loaded = nd.load(fixture(name))
+    # MXNet loads a V3 (NumPy-shape) file only with the semantics on, the others only off
+    with mx.util.np_shape(name == "np_shape.nd"):
+        loaded = nd.load(fixture(name))
     if names:
         assert isinstance(loaded, dict) and list(loaded) == names
         loaded = [loaded[k] for k in names]
@@ -101,6 +103,25 @@ def test_load_mxnet_files(name):
         assert got.shape == want.shape
         assert np.dtype(got.dtype) == want.dtype
         np.testing.assert_array_equal(got.asnumpy(), want)
+
+
+def test_load_checks_shape_semantics_as_mxnet(tmp_path):
+    # MXNet 1.9.1 NDArray::Load: V3 needs is_np_shape on, V2 needs it off; the message
+    # names is_np_shape (Gluon's retry looks for it)
+    with pytest.raises(MXNetError, match="saved in np shape semantics.*is_np_shape"):
+        nd.load(fixture("np_shape.nd"))
+    with mx.util.np_shape(True):
+        with pytest.raises(MXNetError, match="not saved in np shape semantics.*is_np_shape"):
+            nd.load(fixture("dtypes_list.nd"))
+    # saving under np_shape alone (no np array mode) writes V3, as MXNet does
+    out = str(tmp_path / "a.nd")
+    with mx.util.np_shape(True):
+        nd.save(out, [nd.ones((2, 0, 1)), nd.ones((3,))])
+        back = nd.load(out)
+    assert read(out)[24:28] == struct.pack("<I", serialization.V3_MAGIC)
+    assert [b.shape for b in back] == [(2, 0, 1), (3,)]
+    with pytest.raises(MXNetError, match="saved in np shape semantics"):
+        nd.load(out)
 
 
 def test_all_dtype_flags_in_mxnet_file():
@@ -152,7 +173,8 @@ def test_roundtrip_forms(tmp_path):
     assert nd.load(out) == []
     t = nd.array(np.arange(6, dtype=np.float32).reshape(2, 3)).T  # non-contiguous view
     nd.save(out, [t, nd.zeros((0, 2)), nd.array(np.float32(4.0))])
-    a, b, c = nd.load(out)
+    with mx.util.np_shape(True):  # the 0-d array makes it a V3 file
+        a, b, c = nd.load(out)
     np.testing.assert_array_equal(a.asnumpy(), t.asnumpy())
     assert b.shape == (0, 2) and c.shape == () and float(c.asnumpy()) == 4.0
 
