@@ -42,8 +42,9 @@ class Context(metaclass=_MXClassPropertyMetaClass):
     Usable as a context manager to set the default context of new arrays (per thread).
     There is no GPU backend yet: arrays cannot be created on ``gpu(i)``.
     ``cpu_shared(i)`` (MXNet's shared-memory CPU context, used to pass arrays between
-    processes) is accepted, but ferromx's native layer has no shared-memory storage: arrays
-    asked for on ``cpu_shared(i)`` are made in ordinary ``cpu(i)`` memory and report ``cpu(i)``.
+    processes) is a context of its own, as in MXNet, but ferromx has no shared-memory
+    storage: its arrays live in ordinary host memory (DataLoader workers pass batches
+    through pickling instead).
     """
 
     _default_ctx = threading.local()
@@ -101,8 +102,6 @@ class Context(metaclass=_MXClassPropertyMetaClass):
             raise MXNetError(
                 f"{self}: ferromx has no GPU backend yet (num_gpus() is 0); use mx.cpu()"
             )
-        if self.device_type == "cpu_shared":  # no shared-memory storage: plain CPU memory
-            return f"cpu({self.device_id})"
         return str(self)
 
     def empty_cache(self):
@@ -120,7 +119,7 @@ def cpu_pinned(device_id=0):
 
 
 def cpu_shared(device_id=0):
-    """Shared-memory CPU context; ferromx allocates such arrays in ``cpu(device_id)`` memory."""
+    """Shared-memory CPU context; ferromx keeps such arrays in ordinary host memory."""
     return Context("cpu_shared", device_id)
 
 

@@ -181,8 +181,13 @@ def test_context_tables_and_cpu_shared():
     ctx = mx.cpu_shared(1)
     assert str(ctx) == "cpu_shared(1)" and ctx.device_typeid == 5
     a = nd.ones((2,), ctx=mx.cpu_shared(0))
-    assert a.context == mx.cpu(0)  # plain CPU memory (no shared-memory storage)
+    assert a.context == mx.cpu_shared(0)  # as in MXNet (host memory underneath)
     np.testing.assert_array_equal(a.asnumpy(), [1, 1])
+    b = (a * 2).copyto(mx.cpu())
+    assert (a * 2).context == mx.cpu_shared(0) and b.context == mx.cpu(0)
+    np.testing.assert_array_equal(b.asnumpy(), [2, 2])
+    with pytest.raises(MXNetError, match="cpu_shared"):
+        _ = a + nd.ones((2,))  # contexts must match, as for any two contexts
     assert mx.num_gpus() == 0 and mx.context.num_gpus() == 0
     with pytest.raises(MXNetError, match="no GPU backend"):
         mx.context.gpu_memory_info(0)

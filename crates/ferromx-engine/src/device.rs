@@ -9,6 +9,10 @@ pub enum DeviceKind {
     Cpu,
     /// Host CPU, page-locked memory (copies to and from accelerators).
     CpuPinned,
+    /// Host CPU memory meant to be shared between processes (MXNet's `cpu_shared`, which
+    /// DataLoader workers use). ferromx has no shared-memory storage: it is host memory,
+    /// but arrays keep the context they were asked for, as MXNet's do.
+    CpuShared,
     /// An accelerator (no backend exists yet; pools can still be created for it).
     Gpu,
 }
@@ -31,6 +35,10 @@ impl Device {
     pub const fn cpu_pinned(id: u32) -> Self {
         Self { kind: DeviceKind::CpuPinned, id }
     }
+    /// `cpu_shared(id)`.
+    pub const fn cpu_shared(id: u32) -> Self {
+        Self { kind: DeviceKind::CpuShared, id }
+    }
     /// `gpu(id)`.
     pub const fn gpu(id: u32) -> Self {
         Self { kind: DeviceKind::Gpu, id }
@@ -48,6 +56,7 @@ impl fmt::Display for Device {
         let k = match self.kind {
             DeviceKind::Cpu => "cpu",
             DeviceKind::CpuPinned => "cpu_pinned",
+            DeviceKind::CpuShared => "cpu_shared",
             DeviceKind::Gpu => "gpu",
         };
         write!(f, "{k}({})", self.id)

@@ -178,8 +178,7 @@ pub fn parse_ctx(s: &str) -> Option<Context> {
     match kind.trim() {
         "cpu" => Some(Context::cpu(id)),
         "cpu_pinned" => Some(Context::cpu_pinned(id)),
-        // MXNet's shared-memory CPU context (DataLoader workers): host memory here.
-        "cpu_shared" => Some(Context::cpu(id)),
+        "cpu_shared" => Some(Context::cpu_shared(id)),
         "gpu" => Some(Context::gpu(id)),
         _ => None,
     }

@@ -44,7 +44,7 @@ impl Backend for Host {
 pub fn backend_for(ctx: Context) -> Option<&'static dyn Backend> {
     static HOST: Host = Host;
     match ctx.kind {
-        DeviceKind::Cpu | DeviceKind::CpuPinned => Some(&HOST),
+        DeviceKind::Cpu | DeviceKind::CpuPinned | DeviceKind::CpuShared => Some(&HOST),
         DeviceKind::Gpu => None,
     }
 }
