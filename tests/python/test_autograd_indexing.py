@@ -231,3 +231,36 @@ def test_diag_gradient_is_differentiable_again():
         second[i, i + 1] = 6 * xn[i, i + 1]
     onp.testing.assert_allclose(gx.asnumpy(), first, rtol=1e-5)
     onp.testing.assert_allclose(x.grad.asnumpy(), second, rtol=1e-5)
+
+
+_NEWAXIS_KEYS = [
+    ([1, 2], slice(3, 5), None, None, [3, 4]),
+    (slice(None), slice(3, 5), None, None, [2, 3], [3, 4]),
+    (slice(None), slice(3, 5), None, [2, 3], None, [3, 4]),
+    (None, slice(None), slice(3, 5), [2, 3], None, [3, 4]),
+    (None, slice(None), None, slice(3, 5), [2, 3], None, [3, 4]),
+    ([2, 3, 4], None, [3, 4, 6], None, slice(1, 2), None, [1, 2, 3]),
+    (Ellipsis, None, [1, 0]),
+    (0, None, [1, 2]),
+    ([0, 1], [1, 2], None),
+]
+
+
+@pytest.mark.parametrize("key", _NEWAXIS_KEYS, ids=str)
+def test_index_arrays_with_newaxis_are_recorded_as_numpy_indexes(key):
+    # MXNet 1.9.1's test_ndarray_indexing: None among index arrays; values and the
+    # placement of the broadcast dims follow NumPy, and the gradient scatters back
+    shape = (6, 7, 8, 9)
+    x0 = onp.arange(onp.prod(shape), dtype=onp.float32).reshape(shape)
+    w0 = onp.random.RandomState(0).rand(*x0[key].shape).astype(onp.float32)
+    x = nd.array(x0)
+    x.attach_grad()
+    with autograd.record():
+        y = x[key]
+        loss = (y * nd.array(w0)).sum()
+    loss.backward()
+    assert y.shape == x0[key].shape
+    onp.testing.assert_array_equal(y.asnumpy(), x0[key])
+    want = onp.zeros_like(x0)
+    onp.add.at(want, key, w0)
+    onp.testing.assert_allclose(x.grad.asnumpy(), want, rtol=1e-6)

@@ -254,8 +254,58 @@ def _advanced_getitem(self, key):
             lead = res.ndim - (self.ndim - len(head))
             return res[(slice(None),) * lead + tail]
         res = _reordered_getitem(self, key)
+        if res is None:
+            res = _newaxis_getitem(self, key)
         return res if res is not None else _numpy_getitem(self, key)
     return _engine_getitem(self, k, arrays)
+
+
+def _is_int_array(k):
+    if isinstance(k, NDArray):
+        return k._dtype_name != "bool"
+    return isinstance(k, (list, tuple, np.ndarray)) and np.asarray(k).dtype.kind in "iu"
+
+
+def _newaxis_getitem(self, key):
+    """Index arrays mixed with ``None`` (and slices, integers, one Ellipsis), recorded
+    like any other index: the key without its ``None`` entries indexes ``self`` (indexed
+    axes moved first), then a reshape puts the new axes in, and the broadcast dims go
+    where NumPy puts them (first when a ``None`` or slice separates the indexed entries,
+    else in place of the first). ``None`` for a key of another form (bool masks)."""
+    if not isinstance(key, tuple) or not any(k is None for k in key):
+        return None
+    n_ell = sum(1 for k in key if k is Ellipsis)
+    n_real = sum(1 for k in key if k is not None and k is not Ellipsis)
+    if n_ell > 1 or n_real > self.ndim or not any(_is_int_array(k) for k in key):
+        return None
+    items = []
+    for k in key:
+        items.extend([slice(None)] * (self.ndim - n_real) if k is Ellipsis else [k])
+    if not n_ell:
+        items.extend([slice(None)] * (self.ndim - n_real))
+
+    def adv(k):
+        return _is_int_array(k) or (
+            isinstance(k, (numbers.Integral, np.integer)) and not isinstance(k, (bool, np.bool_))
+        )
+
+    if any(not (k is None or isinstance(k, slice) or adv(k)) for k in items):
+        return None
+    real = [k for k in items if k is not None]
+    adv_axes = [ax for ax, k in enumerate(real) if adv(k)]
+    rest_axes = [ax for ax, k in enumerate(real) if not adv(k)]
+    moved = self if adv_axes == list(range(len(adv_axes))) else self.transpose(adv_axes + rest_axes)
+    res = moved[tuple(real[ax] for ax in adv_axes) + tuple(real[ax] for ax in rest_axes)]
+    nb = res.ndim - len(rest_axes)
+    rest_dims = iter(res.shape[nb:])
+    shape = list(res.shape[:nb]) + [1 if k is None else next(rest_dims) for k in items if not adv(k)]
+    res = res.reshape(tuple(shape))
+    pos = [i for i, k in enumerate(items) if k is not None and adv(k)]
+    if pos != list(range(pos[0], pos[0] + len(pos))) or pos[0] == 0:
+        return res
+    p = pos[0]  # the non-indexed entries before the first indexed one
+    order = list(range(nb, nb + p)) + list(range(nb)) + list(range(nb + p, res.ndim))
+    return res.transpose(order)
 
 
 def _is_adv(k):
