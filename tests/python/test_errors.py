@@ -301,6 +301,36 @@ def test_waitall_raises_first_error_and_clears():
     _engine_still_works()
 
 
+def test_waitall_raises_the_error_of_a_discarded_array_once():
+    # MXNet's WaitForAll rethrows a failure whose arrays are gone
+    a = nd.ones((2,))
+    _native._fail_op(a, "value", "discarded failure")
+    b = a * 2  # inherits the failure
+    del a, b
+    with pytest.raises(MXNetError, match="discarded failure"):
+        mx.nd.waitall()
+    mx.nd.waitall()
+    # raised through the result, the discarded intermediate does not raise again
+    a = nd.ones((2,))
+    _native._fail_op(a, "value", "seen once")
+    c = a + 1
+    del a
+    with pytest.raises(MXNetError, match="seen once"):
+        c.asnumpy()
+    mx.nd.waitall()
+    # an error raised clears the discarded failures before it (MXNet's
+    # test_exc_imperative: a sampler's failure reaches every later sampler there)
+    d = nd.ones((2,))
+    _native._fail_op(d, "value", "earlier, discarded")
+    del d
+    e = nd.ones((2,))
+    _native._fail_op(e, "value", "handled")
+    with pytest.raises(MXNetError, match="handled"):
+        e.asnumpy()
+    mx.nd.waitall()
+    _engine_still_works()
+
+
 def test_panic_is_an_mxnet_error_not_an_abort():
     a = nd.ones((4,))
     _native._fail_op(a, "panic", "kernel exploded")

@@ -196,3 +196,52 @@ def test_true_divide_and_divide_promote_like_the_operator():
     i = np.array([3, 4], dtype="int32")
     assert np.true_divide(i, 2).dtype == _np.float32
     _np.testing.assert_allclose(np.true_divide(8, i).asnumpy(), [8 / 3, 2.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "dshape,mshape,start",
+    [((3, 4), (3, 4), 0), ((2, 3, 4, 5), (2, 3), 0), ((2, 3, 4, 5), (3, 4), 1),
+     ((2, 3, 4, 5), (4, 5), 2), ((), (), 0), ((3, 0), (3, 0), 0)],
+)
+def test_np_internal_boolean_mask_assign(dshape, mshape, start):
+    # MXNet's test_npi_boolean_assign: F.np._internal.boolean_mask_assign_* with out=data
+    rs = _np.random.RandomState(3)
+    data = rs.uniform(size=dshape).astype(_np.float32)
+    mask = rs.rand(*mshape) > 0.4 if mshape else _np.array(True)
+    key = (slice(None),) * start + (mask,)
+    want = data.copy()
+    want[key] = 42.0
+    a = np.array(data)
+    got = np._internal.boolean_mask_assign_scalar(a, np.array(mask), 42.0, start_axis=start, out=a)
+    assert got is a
+    _np.testing.assert_array_equal(a.asnumpy(), want)
+    value = rs.uniform(size=data[key].shape).astype(_np.float32)
+    want = data.copy()
+    want[key] = value
+    b = np.array(data)
+    got = np._internal.boolean_mask_assign_tensor(b, np.array(mask), np.array(value), start_axis=start)
+    _np.testing.assert_array_equal(got.asnumpy(), want)
+    _np.testing.assert_array_equal(b.asnumpy(), data)  # no out: a new array
+    with pytest.raises(mx.MXNetError, match="boolean_mask_assign_scalar"):
+        np._internal.boolean_mask_assign_scalar(np.array(data), np.array(mask), 1.0,
+                                                start_axis=len(dshape) + 1)
+
+
+def test_np_zero_d_bool_mask_assignment():
+    a = np.array(_np.float32(2.0))
+    a[np.array(False, dtype=bool)] = 5.0
+    assert a.item() == 2.0
+    a[np.array(True, dtype=bool)] = 5.0
+    assert a.item() == 5.0
+    b = np.ones((2, 3))
+    b[np.array(True, dtype=bool)] = np.arange(3)
+    _np.testing.assert_array_equal(b.asnumpy(), [[0, 1, 2], [0, 1, 2]])
+
+
+@pytest.mark.parametrize("shape,axis1,axis2", [((), 0, 1), ((2,), 0, 1), ((3, 2, 2), 1, 1),
+                                               ((3, 2, 2), 0, -4)])
+def test_np_trace_bad_params_raise_mxnet_error(shape, axis1, axis2):
+    # as MXNet's test_np_trace: MXNetError (ferromx's is also a ValueError)
+    x = np.array(_np.ones(shape, dtype=_np.float32))
+    with pytest.raises(mx.MXNetError, match="trace"):
+        np.trace(x, axis1=axis1, axis2=axis2)

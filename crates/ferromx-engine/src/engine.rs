@@ -8,7 +8,7 @@ use crate::events::{EngineEvent, Listener, Listeners};
 use crate::signal::Signal;
 use crate::var::{Var, VarInner, VarState};
 use crate::worker::Pool;
-use crate::{Device, OpFailure};
+use crate::{Device, OpFailure, SharedError};
 use parking_lot::{Condvar, Mutex, RwLock};
 use smallvec::SmallVec;
 use std::borrow::Cow;
@@ -143,9 +143,51 @@ pub(crate) struct Shared {
     drain_cv: Condvar,
     blocked_pushers: AtomicUsize,
     failed: Mutex<Vec<Weak<VarInner>>>,
+    /// Errors of vars deleted before any wait raised them (a discarded array's
+    /// failure). The next `wait_all` raises the first, as MXNet's `WaitForAll`
+    /// rethrows a failure whether or not its arrays still exist; any raised error
+    /// clears them (see [`Shared::note_raised`]).
+    pub(crate) orphaned: Mutex<Vec<SharedError>>,
+    /// The errors waits raised most recently (bounded): a var deleted later with
+    /// one of them is not orphaned, since MXNet raises an error once, whichever
+    /// of the arrays it reached is waited on.
+    pub(crate) raised: Mutex<std::collections::VecDeque<Weak<crate::EngineError>>>,
     pub(crate) listeners: Listeners,
     next_var: AtomicU64,
     next_op: AtomicU64,
+}
+
+/// How many raised errors [`Shared::raised`] remembers.
+const RAISED_MEMORY: usize = 64;
+/// How many orphaned errors are kept for the next `wait_all` (the first ones).
+const ORPHANED_MAX: usize = 64;
+
+impl Shared {
+    /// Notes that a wait raised `e`. The program has now been told of a failure, so
+    /// the discarded failures before it are dropped too. This is what MXNet 1.9.1
+    /// does for its most common failing ops, the random samplers, whose failure
+    /// passes through the shared RNG resource to every later sampler, so that the
+    /// one error raised clears them all (its `test_exc_imperative` relies on it).
+    pub(crate) fn note_raised(&self, e: &SharedError) {
+        self.orphaned.lock().clear();
+        let mut r = self.raised.lock();
+        if r.len() >= RAISED_MEMORY {
+            r.pop_front();
+        }
+        r.push_back(Arc::downgrade(e));
+    }
+
+    /// Keeps the unraised error of a var being deleted for the next `wait_all`.
+    pub(crate) fn orphan(&self, e: SharedError) {
+        let w = Arc::downgrade(&e);
+        if self.raised.lock().iter().any(|r| r.ptr_eq(&w)) {
+            return;
+        }
+        let mut o = self.orphaned.lock();
+        if o.len() < ORPHANED_MAX && !o.iter().any(|x| Arc::ptr_eq(x, &e)) {
+            o.push(e);
+        }
+    }
 }
 
 /// The dependency engine.
@@ -184,6 +226,8 @@ impl Engine {
             drain_cv: Condvar::new(),
             blocked_pushers: AtomicUsize::new(0),
             failed: Mutex::new(Vec::new()),
+            orphaned: Mutex::new(Vec::new()),
+            raised: Mutex::new(std::collections::VecDeque::new()),
             listeners: Listeners::default(),
             next_var: AtomicU64::new(1),
             next_op: AtomicU64::new(1),

@@ -99,6 +99,12 @@ impl fmt::Debug for Var {
 
 impl Drop for VarInner {
     fn drop(&mut self) {
+        let st = self.state.get_mut();
+        if st.unraised() {
+            if let Some(e) = st.error.take() {
+                self.shared.orphan(e);
+            }
+        }
         if let Some(f) = self.on_delete.get_mut().take() {
             f();
         }

@@ -377,6 +377,7 @@ from ._ufunc import _ALSO as _UFUNC_ALSO
 _gen.install_aliases(globals(), "np", _nd, ufunc_check=_ufunc_call, also=_UFUNC_ALSO)
 
 from . import (  # noqa: F401
+    _internal,
     _math,
     _shape,
     arrayprint,

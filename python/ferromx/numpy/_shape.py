@@ -76,7 +76,10 @@ def _ax(axis, ndim, fn):
     a = int(axis)
     a = a + ndim if a < 0 else a
     if not 0 <= a < ndim:
-        raise ValueError(f"{fn}: axis {axis} is out of bounds for an array of dimension {ndim}")
+        # MXNet's np operators raise MXNetError here; MXNetValueError is also a ValueError
+        from ..base import MXNetValueError
+
+        raise MXNetValueError(f"{fn}: axis {axis} is out of bounds for an array of dimension {ndim}")
     return a
 
 
@@ -455,7 +458,16 @@ def diagflat(v, k=0):
 
 
 def trace(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):
-    """Sum along a diagonal."""
+    """Sum along a diagonal. As in MXNet, an input under 2-d or equal axes raise
+    ``MXNetError`` (an ``MXNetValueError``, so also a ``ValueError``)."""
+    from ..base import MXNetValueError
+
+    a = _a(a)
+    if a.ndim < 2:
+        raise MXNetValueError(f"trace: the input must be at least 2-d, got shape {a.shape}")
+    ax1, ax2 = (_ax(x, a.ndim, "trace") for x in (axis1, axis2))
+    if ax1 == ax2:
+        raise MXNetValueError(f"trace: axis1 and axis2 cannot refer to the same axis {ax1}")
     return _out(diagonal(a, offset, axis1, axis2).sum(axis=-1, dtype=dtype), out)
 
 

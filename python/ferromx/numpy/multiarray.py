@@ -251,6 +251,13 @@ def _setitem(self, key, value):
         isinstance(v, NDArray) and v._grad_req != "null" for v in (self, value)
     ):
         raise MXNetError(f"__setitem__: {_INPLACE_MSG}")
+    k = key[0] if isinstance(key, tuple) and len(key) == 1 else key
+    if isinstance(k, NDArray) and k.ndim == 0 and k._dtype_name == "bool":
+        # NumPy: a 0-d mask selects everything or nothing; decided on the engine
+        from . import where
+
+        _ndmod._setitem(self, Ellipsis, where(k, value, self).astype(self._dtype_name))
+        return
     _ndmod._setitem(self, key, value)
 
 

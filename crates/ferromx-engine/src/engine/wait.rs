@@ -196,22 +196,36 @@ impl WaitTicket {
             });
         }
         match &self.var {
-            Some(v) => match v.0.state.lock().raise_once() {
-                Some(e) => Err((*e).clone()),
-                None => Ok(()),
-            },
+            Some(v) => {
+                let raised = v.0.state.lock().raise_once();
+                match raised {
+                    Some(e) => {
+                        s.note_raised(&e);
+                        Err((*e).clone())
+                    }
+                    None => Ok(()),
+                }
+            }
             None => {
                 let failed: Vec<_> = std::mem::take(&mut *s.failed.lock());
                 let mut first: Option<SharedError> = None;
                 for w in failed {
+                    // (an upgraded var dropped here may orphan its error: taken below)
                     if let Some(v) = w.upgrade() {
-                        if let Some(e) = v.state.lock().raise_once() {
+                        let raised = v.state.lock().raise_once();
+                        if let Some(e) = raised {
                             first.get_or_insert(e);
                         }
                     }
                 }
+                // Errors of deleted vars that nothing raised (discarded arrays).
+                let orphaned: Vec<SharedError> = std::mem::take(&mut *s.orphaned.lock());
+                let first = first.or_else(|| orphaned.into_iter().next());
                 match first {
-                    Some(e) => Err((*e).clone()),
+                    Some(e) => {
+                        s.note_raised(&e);
+                        Err((*e).clone())
+                    }
                     None => Ok(()),
                 }
             }
