@@ -245,3 +245,44 @@ def test_np_trace_bad_params_raise_mxnet_error(shape, axis1, axis2):
     x = np.array(_np.ones(shape, dtype=_np.float32))
     with pytest.raises(mx.MXNetError, match="trace"):
         np.trace(x, axis1=axis1, axis2=axis2)
+
+
+@pytest.mark.parametrize("itype", ["int8", "uint8", "int32", "int64", "bool"])
+def test_np_true_divide_of_integer_and_float16_is_float16(itype):
+    # MXNet 1.9.1 (recorded): an integer/bool operand divides in the float operand's dtype
+    i = np.ones((2,), dtype=itype)
+    h = np.ones((2,), dtype="float16")
+    assert (i / h).dtype == _np.float16 and (h / i).dtype == _np.float16
+    assert np.true_divide(i, h).dtype == _np.float16
+    assert (i / np.ones((2,), dtype="float64")).dtype == _np.float64
+    assert (i / i).dtype == _np.float32
+
+
+def test_integer_mod_has_zero_gradient_as_in_mxnet():
+    # recorded from MXNet 1.9.1: nd and np, array and scalar operands
+    a = np.array([[5, 7], [3, 9]], dtype="int32")
+    b = np.array([[2, 3], [2, 4]], dtype="int32")
+    a.attach_grad()
+    b.attach_grad()
+    with mx.autograd.record():
+        y = np.mod(a, b)
+    y.backward()
+    assert not a.grad.asnumpy().any() and not b.grad.asnumpy().any()
+    for f in (lambda x: x % 3, lambda x: 3 % x):
+        with mx.autograd.record():
+            y = f(a)
+        y.backward()
+        assert not a.grad.asnumpy().any()
+    x = mx.nd.array([5, 7], dtype="int32")
+    x.attach_grad()
+    with mx.autograd.record():
+        y = mx.nd.broadcast_mod(x, mx.nd.array([2, 3], dtype="int32"))
+    y.backward()
+    assert x.grad.asnumpy().tolist() == [0, 0]
+    # float mod keeps its gradient
+    f = np.array([5.0, 7.0])
+    f.attach_grad()
+    with mx.autograd.record():
+        y = np.mod(f, np.array([2.0, 3.0]))
+    y.backward()
+    assert f.grad.asnumpy().tolist() == [1.0, 1.0]

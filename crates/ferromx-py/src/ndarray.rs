@@ -178,7 +178,17 @@ fn binop(py: Python<'_>, a: &NDArray, np: bool, o: &Bound<'_, PyAny>, op: BinOp,
                 ));
             }
             let r = if np && op == BinOp::Div && !(x.dtype().is_float() && y.dtype().is_float()) {
-                ops::binary(op, &np_div_operand(x)?, &np_div_operand(y)?)
+                // MXNet: an integer or bool operand divides in the other one's float
+                // dtype (int32 / float16 is float16), two of them in float32
+                let (xd, yd) = (x.dtype(), y.dtype());
+                let (x, y) = if xd.is_float() {
+                    (x.clone(), ops::astype(y, xd).map_err(to_py_err)?)
+                } else if yd.is_float() {
+                    (ops::astype(x, yd).map_err(to_py_err)?, y.clone())
+                } else {
+                    (np_div_operand(x)?, np_div_operand(y)?)
+                };
+                ops::binary(op, &x, &y)
             } else {
                 ops::binary(op, x, y)
             };

@@ -408,6 +408,8 @@ fn binary_grad(op: BinOp, a: &NDArray, b: &NDArray, o: &NDArray, g: &NDArray) ->
         BinOp::Sub => (g.clone(), neg(g)?),
         BinOp::Mul => (mul(g, b)?, mul(g, a)?),
         BinOp::Div => (div(g, b)?, neg(&div(&mul(g, o)?, b)?)?),
+        // MXNet 1.9.1 gives integer `mod` zero gradients (nd and np, recorded)
+        BinOp::Mod if !a.dtype().is_float() => (ops::zeros_like(g)?, ops::zeros_like(g)?),
         BinOp::Mod => (g.clone(), neg(&mul(g, &ops::unary(ops::UnaryOp::Floor, &div(a, b)?)?)?)?),
         BinOp::Pow => {
             let ga = mul(g, &mul(b, &binary(BinOp::Pow, a, &ops::scalar(BinOp::Sub, b, 1.0)?)?)?)?;
@@ -427,6 +429,7 @@ fn binary_grad(op: BinOp, a: &NDArray, b: &NDArray, o: &NDArray, g: &NDArray) ->
 fn scalar_grad(op: BinOp, reverse: bool, x: &NDArray, o: &NDArray, g: &NDArray, s: f64) -> Result<NDArray> {
     use ops::{div, mul, scalar, scalar_r};
     Ok(match (op, reverse) {
+        (BinOp::Mod, _) if !x.dtype().is_float() => ops::zeros_like(g)?, // as MXNet
         (BinOp::Add, _) | (BinOp::Sub, false) | (BinOp::Mod, false) => g.clone(),
         (BinOp::Sub, true) => ops::neg(g)?,
         (BinOp::Mul, _) => scalar(BinOp::Mul, g, s)?,
