@@ -34,6 +34,9 @@ pub fn chunked<R: Send>(out: &mut [R], grain: usize, f: impl Fn(usize, &mut [R])
     });
 }
 
+/// One chunk of [`chunked_with`]'s slices, taken by whichever thread claims it.
+type Slot<'a, R, const N: usize> = Mutex<Option<(&'a mut [R], [&'a mut [R]; N])>>;
+
 /// [`chunked`] over `out` and `N` more slices of the same length, split at the
 /// same places: `f(start, out_chunk, [state_chunks])`. Optimizer updates write
 /// the weight and its states together, so all of them must be cut alike.
@@ -52,7 +55,7 @@ pub fn chunked_with<R: Send, const N: usize>(
     let pieces = (n / grain).clamp(1, threads * 4);
     let chunk = n.div_ceil(pieces);
     let mut rest = more.map(|m| m.chunks_mut(chunk));
-    let slots: Vec<Mutex<Option<(&mut [R], [&mut [R]; N])>>> = out
+    let slots: Vec<Slot<'_, R, N>> = out
         .chunks_mut(chunk)
         .map(|c| {
             // every slice has `out`'s length, so each iterator yields as many chunks
