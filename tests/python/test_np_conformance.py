@@ -286,3 +286,16 @@ def test_integer_mod_has_zero_gradient_as_in_mxnet():
         y = np.mod(f, np.array([2.0, 3.0]))
     y.backward()
     assert f.grad.asnumpy().tolist() == [1.0, 1.0]
+
+
+def test_np_divide_errors_name_divide():
+    x = np.ones((2,), dtype="int32")
+    with pytest.raises(TypeError, match="function 'divide'"):
+        np.divide(x, x, foo=1)
+    with pytest.raises(NotImplementedError, match="^divide: casting"):
+        np.divide(x, x, casting="safe")
+    with pytest.raises(TypeError, match="function 'true_divide'"):
+        np.true_divide(x, x, foo=1)
+    out = np.zeros((2,))
+    assert np.divide(x, x, out=out) is out
+    assert np.divide(x, x).dtype == _np.float32

@@ -436,11 +436,9 @@ ndarray.all, ndarray.any, ndarray.cumsum = _all_method, _any_method, _cumsum_met
 ndarray.std, ndarray.var, ndarray.nonzero = _std_method, _var_method, _nonzero_method
 
 
-def true_divide(x1, x2, out=None, **kwargs):
-    """``x1 / x2`` with the np operator's result dtype (integer and bool inputs give the
-    default float; the legacy ``broadcast_div`` keeps their dtype)."""
+def _true_divide(name, x1, x2, out, kwargs):
     if kwargs:
-        _ufunc_call("true_divide", kwargs)
+        _ufunc_call(name, kwargs)
     if isinstance(x1, _nd.NDArray):
         res = _np(x1) / x2
     elif isinstance(x2, _nd.NDArray):
@@ -453,8 +451,18 @@ def true_divide(x1, x2, out=None, **kwargs):
     return res
 
 
-divide = true_divide
-for _f in (logical_and, logical_or, logical_xor, logical_not, true_divide):
+def true_divide(x1, x2, out=None, **kwargs):
+    """``x1 / x2`` with the np operator's result dtype (integer and bool inputs give the
+    default float; the legacy ``broadcast_div`` keeps their dtype)."""
+    return _true_divide("true_divide", x1, x2, out, kwargs)
+
+
+def divide(x1, x2, out=None, **kwargs):
+    """``x1 / x2``: :func:`true_divide` under its own name (errors name ``divide``)."""
+    return _true_divide("divide", x1, x2, out, kwargs)
+
+
+for _f in (logical_and, logical_or, logical_xor, logical_not, true_divide, divide):
     _f._ferromx_ufunc = True  # the keyword check is inline: wrap_ufuncs leaves them
 
 from ._ufunc import wrap_ufuncs as _wrap_ufuncs
