@@ -2,8 +2,14 @@
 
 In MXNet this module holds one Python stub per ``_np_<name>`` operator registered in C++;
 :mod:`ferromx.numpy_op_signature` copies each stub's signature onto the matching
-``np``/``npx`` function. ferromx's operator table registers no ``_np_``-prefixed operator
-(its np functions are generated from the table under their own names), so there is no
-stub to hold: this module exists so that code importing it, and the check that every
-registered ``_np_`` operator is documented here, work unchanged.
+``np``/``npx`` function. ferromx's operator table generates most np functions under their
+own names; the ``_np_``-prefixed operators it does register (``_np_cumsum``) have their
+stub here, so that code importing this module, and the check that every registered
+``_np_`` operator is documented here, work unchanged.
 """
+
+
+def _np_cumsum(a, axis=None, dtype=None, out=None):
+    """Return the cumulative sum of the elements along a given axis (the flattened array
+    for ``axis=None``), added in the result's dtype; ``np.cumsum`` calls the operator."""
+

@@ -299,3 +299,30 @@ def test_np_divide_errors_name_divide():
     out = np.zeros((2,))
     assert np.divide(x, x, out=out) is out
     assert np.divide(x, x).dtype == _np.float32
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32", "int64"])
+def test_np_cumsum_is_sequential_in_the_dtype_as_numpy(dtype):
+    # the table operator _np_cumsum adds in the element type: float16 running sums match
+    # NumPy bit for bit (MXNet's test_np_cumsum); integers stay exact
+    rs = _np.random.RandomState(1)
+    x = (rs.rand(3, 40, 5) * 10).astype(dtype)
+    for axis in (None, 0, 1, 2, -1):
+        got = np.cumsum(np.array(x, dtype=dtype), axis=axis)
+        want = _np.cumsum(x, axis=axis)
+        assert got.dtype == x.dtype  # MXNet keeps int32 (NumPy widens it to int64)
+        _np.testing.assert_array_equal(got.asnumpy(), want.astype(dtype))
+
+
+def test_np_cumsum_gradient_and_legacy_nd():
+    a = np.array(_np.arange(6.0).reshape(2, 3))
+    a.attach_grad()
+    w = _np.array([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    with mx.autograd.record():
+        y = (np.cumsum(a, axis=1) * np.array(w)).sum()
+    y.backward()
+    # d/dx_j sum_k w_k cumsum_k = sum_{k >= j} w_k: a reversed running sum
+    _np.testing.assert_array_equal(a.grad.asnumpy(), _np.flip(_np.cumsum(_np.flip(w, 1), 1), 1))
+    assert mx.nd.cumsum(mx.nd.array([[1, 2], [3, 4]]), axis=0).asnumpy().tolist() == [[1, 2], [4, 6]]
+    assert np.cumsum(np.array([True, False, True], dtype=bool)).asnumpy().tolist() == [1, 1, 2]
+    assert np.cumsum(np.zeros((2, 0, 3)), axis=1).shape == (2, 0, 3)

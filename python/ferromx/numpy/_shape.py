@@ -589,9 +589,10 @@ def argsort(a, axis=-1, kind=None, order=None):
 def cumsum(a, axis=None, dtype=None, out=None):
     """Cumulative sum along ``axis`` (the flattened array when None).
 
-    A log-step scan of shifted additions (exact for integers); integers keep their dtype
-    (MXNet's np: int32 stays int32), bool accumulates in int64."""
-    from . import zeros
+    The table operator ``_np_cumsum``: one sequential pass per line, added in the
+    array's dtype as NumPy and MXNet add (a float16 sum rounds at every step); integers
+    keep their dtype (MXNet's np: int32 stays int32), bool accumulates in int64."""
+    from ..ndarray.ndarray import invoke
 
     a = _a(a)
     if axis is None:
@@ -601,15 +602,7 @@ def cumsum(a, axis=None, dtype=None, out=None):
         a = a.astype(dtype)
     elif a._dtype_name == "bool":
         a = a.astype("int64")
-    n = a.shape[ax]
-    res = a.copy()
-    k = 1
-    while k < n:
-        pad_shape = list(a.shape)
-        pad_shape[ax] = k
-        head = zeros(tuple(pad_shape), dtype=res._dtype_name, ctx=a.context)
-        res = res + _nd.concat(head, _nd.slice_axis(res, axis=ax, begin=0, end=n - k), dim=ax)
-        k *= 2
+    res = invoke("_np_cumsum", [a], axis=ax)
     return _out(res, out)
 
 

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 22] {
+fn families() -> [&'static [OpDef]; 23] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -31,6 +31,7 @@ fn families() -> [&'static [OpDef]; 22] {
         ops::sequence::DEFS,
         ops::loss_head::DEFS,
         ops::allclose::DEFS,
+        ops::cumsum::DEFS,
         ops::add_n::DEFS,
         ops::DEFS,
     ]
