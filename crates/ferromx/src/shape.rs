@@ -42,6 +42,12 @@ impl Shape {
         }
         s
     }
+    /// `(outer, n, inner)`: the sizes before `ax`, along it, and after it, the layout a
+    /// kernel working along one axis of a C-order array walks.
+    pub fn around(&self, ax: usize) -> (usize, usize, usize) {
+        let d = self.dims();
+        (d[..ax].iter().product(), d[ax], d[ax + 1..].iter().product())
+    }
     /// Normalises a possibly negative axis.
     pub fn axis(&self, op: &str, axis: i64) -> Result<usize> {
         norm_axis(op, axis, self.ndim())

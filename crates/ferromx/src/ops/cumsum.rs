@@ -6,7 +6,7 @@
 
 use crate::autograd::{needs_record, record};
 use crate::dtype::Elem;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ndarray::NDArray;
 use crate::opdef::{one, param, push_call, Aliases, Attrs, Example, KernelSlot, Meta, OpCall, OpDef, ParamKind as K};
 use crate::with_dtype;
@@ -15,21 +15,15 @@ use crate::with_dtype;
 /// gradient's direction). The dtype is kept; the caller casts first for `dtype=`.
 pub fn cumsum(x: &NDArray, axis: i64, reverse: bool) -> Result<NDArray> {
     let name = DEFS[0].name;
-    let nd = x.shape().ndim() as i64;
-    let ax = if axis < 0 { axis + nd } else { axis };
-    if !(0..nd).contains(&ax) {
-        return Err(Error::value(name, format!("axis {axis} is out of bounds for an array of shape {}", x.shape())));
-    }
-    let dims = x.shape().dims();
-    let a = ax as usize;
-    let (outer, n, inner) = (dims[..a].iter().product::<usize>(), dims[a], dims[a + 1..].iter().product::<usize>());
+    let ax = x.shape().axis(name, axis)?;
+    let (outer, n, inner) = x.shape().around(ax);
     let out = x.empty_like()?;
     if out.size() > 0 {
         let ints = [outer as i64, n as i64, inner as i64, i64::from(reverse)];
         push_call(OpCall::new(&DEFS[0], &[x], &[&out]).with_ints(&ints))?;
     }
     if needs_record(&[x]) {
-        record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(cumsum(&g[0], ax, !reverse)?)])));
+        record(name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(cumsum(&g[0], ax as i64, !reverse)?)])));
     }
     Ok(out)
 }

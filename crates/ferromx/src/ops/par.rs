@@ -12,26 +12,7 @@ pub const PAR_MIN: usize = 1 << 16;
 
 /// Fills `out` by calling `f(start, chunk)` on contiguous chunks, in parallel when large.
 pub fn chunked<R: Send>(out: &mut [R], grain: usize, f: impl Fn(usize, &mut [R]) + Sync + Send) {
-    let n = out.len();
-    // Small first: fused tiles call this per step, and the pool's thread count
-    // is a thread-local lookup through the dynamic linker in a shared library.
-    if n < grain.max(2) {
-        dispatch(|| f(0, out));
-        return;
-    }
-    let threads = rayon::current_num_threads().max(1);
-    if threads == 1 {
-        dispatch(|| f(0, out));
-        return;
-    }
-    let pieces = (n / grain).clamp(1, threads * 4);
-    let chunk = n.div_ceil(pieces);
-    let slots: Vec<Mutex<Option<&mut [R]>>> = out.chunks_mut(chunk).map(|c| Mutex::new(Some(c))).collect();
-    fanout(slots.len(), threads - 1, &|i| {
-        if let Some(c) = slots[i].lock().take() {
-            dispatch(|| f(i * chunk, c));
-        }
-    });
+    chunked_with(out, [], grain, |s, c, []| f(s, c));
 }
 
 /// One chunk of [`chunked_with`]'s slices, taken by whichever thread claims it.
@@ -47,6 +28,8 @@ pub fn chunked_with<R: Send, const N: usize>(
     f: impl Fn(usize, &mut [R], [&mut [R]; N]) + Sync + Send,
 ) {
     let n = out.len();
+    // Small first: fused tiles call this per step, and the pool's thread count
+    // is a thread-local lookup through the dynamic linker in a shared library.
     let threads = if n < grain.max(2) { 1 } else { rayon::current_num_threads().max(1) };
     if threads == 1 {
         dispatch(|| f(0, out, more));

@@ -87,12 +87,6 @@ pub(crate) fn take_grad(g: &NDArray, idx: &NDArray, a: &NDArray, ax: usize, mode
     backward_take(g, idx, a.shape().clone(), ax, mode)
 }
 
-/// `outer, n, inner` of an array of `shape` around `axis`.
-fn around(shape: &Shape, ax: usize) -> (usize, usize, usize) {
-    let d = shape.dims();
-    (d[..ax].iter().product(), d[ax], d[ax + 1..].iter().product())
-}
-
 /// `take`'s gradient (MXNet `_backward_take`): zeros of `shape` (the data's) with the rows
 /// of `g` added at `idx` along axis `ax`, indices resolved by `mode` as the forward did.
 /// Recorded like any operator, with `take` of the incoming gradient as its own gradient,
@@ -113,7 +107,7 @@ pub fn backward_take(g: &NDArray, idx: &NDArray, shape: Shape, ax: usize, mode: 
             format!("out_grad must have shape {} (take's output)", Shape::new(&want)),
         ));
     }
-    let (outer, n, inner) = around(&shape, ax);
+    let (outer, n, inner) = shape.around(ax);
     let out = NDArray::empty(shape, g.dtype(), g.ctx())?;
     if out.size() > 0 {
         let ints = [mode.code(), outer as i64, n as i64, inner as i64];
@@ -177,7 +171,7 @@ pub fn backward_pick(
     if ax >= shape.ndim() {
         return Err(Error::value(name, format!("axis {ax} is out of range for shape {shape}")));
     }
-    let (outer, n, inner) = around(&shape, ax);
+    let (outer, n, inner) = shape.around(ax);
     if g.size() != outer * inner || index.size() != outer * inner {
         return Err(Error::shape(
             name,

@@ -10,11 +10,6 @@ use crate::ops::{self, BinOp, ReduceOp};
 use crate::shape::{norm_axis, Shape};
 use crate::storage::push_kernel;
 
-fn layout(x: &NDArray, ax: usize) -> (usize, usize, usize) {
-    let d = x.dims();
-    (d[..ax].iter().product(), d[ax], d[ax + 1..].iter().product())
-}
-
 fn softmax_impl(x: &NDArray, axis: i64, temperature: Option<f64>, log: bool) -> Result<NDArray> {
     let name = if log { "log_softmax" } else { "softmax" };
     if x.ndim() == 0 {
@@ -22,7 +17,7 @@ fn softmax_impl(x: &NDArray, axis: i64, temperature: Option<f64>, log: bool) -> 
     }
     let ax = norm_axis(name, axis, x.ndim())?;
     let x = if x.dtype().is_float() { x.clone() } else { ops::astype(x, crate::DType::F32)? };
-    let (outer, n, inner) = layout(&x, ax);
+    let (outer, n, inner) = x.shape().around(ax);
     let t = temperature.unwrap_or(1.0);
     let out = x.empty_like()?;
     if out.size() > 0 {
