@@ -142,7 +142,12 @@ pub(crate) struct Shared {
     drain_lock: Mutex<()>,
     drain_cv: Condvar,
     blocked_pushers: AtomicUsize,
-    failed: Mutex<Vec<Weak<VarInner>>>,
+    /// Vars a failed op wrote, with the error: a `wait_all` raises the first.
+    /// The error is kept beside the weak handle because the var may be dying
+    /// while `wait_all` runs (its last handle was an op block released after the
+    /// engine went idle); such an entry still names its error, which `wait_all`
+    /// raises unless a wait raised it already.
+    failed: Mutex<Vec<(Weak<VarInner>, SharedError)>>,
     /// Errors of vars deleted before any wait raised them (a discarded array's
     /// failure). The next `wait_all` raises the first, as MXNet's `WaitForAll`
     /// rethrows a failure whether or not its arrays still exist; any raised error
@@ -168,25 +173,38 @@ impl Shared {
     /// does for its most common failing ops, the random samplers, whose failure
     /// passes through the shared RNG resource to every later sampler, so that the
     /// one error raised clears them all (its `test_exc_imperative` relies on it).
+    ///
+    /// Lock order: `raised`, then `orphaned`, then `failed` (as in [`Self::orphan`]),
+    /// so a var deleted concurrently either sees `e` as raised or is cleared here.
     pub(crate) fn note_raised(&self, e: &SharedError) {
-        self.orphaned.lock().clear();
         let mut r = self.raised.lock();
+        self.orphaned.lock().clear();
+        // Failures of vars already gone are discarded ones too.
+        self.failed.lock().retain(|(w, _)| w.strong_count() > 0);
         if r.len() >= RAISED_MEMORY {
             r.pop_front();
         }
         r.push_back(Arc::downgrade(e));
     }
 
+    /// Whether a wait raised `e` recently.
+    pub(crate) fn was_raised(&self, e: &SharedError) -> bool {
+        let w = Arc::downgrade(e);
+        self.raised.lock().iter().any(|r| r.ptr_eq(&w))
+    }
+
     /// Keeps the unraised error of a var being deleted for the next `wait_all`.
     pub(crate) fn orphan(&self, e: SharedError) {
         let w = Arc::downgrade(&e);
-        if self.raised.lock().iter().any(|r| r.ptr_eq(&w)) {
+        let r = self.raised.lock();
+        if r.iter().any(|r| r.ptr_eq(&w)) {
             return;
         }
         let mut o = self.orphaned.lock();
         if o.len() < ORPHANED_MAX && !o.iter().any(|x| Arc::ptr_eq(x, &e)) {
             o.push(e);
         }
+        drop(r);
     }
 }
 

@@ -193,6 +193,24 @@ fn wait_all_raises_errors_of_deleted_vars_once() {
 }
 
 #[test]
+fn wait_all_raises_the_failure_of_a_var_its_op_block_releases_last() {
+    with_deadline(DEADLINE, || {
+        let engine = threaded(2);
+        // The op block holds the var's last handle and may release it after the
+        // engine is idle, while `wait_all` collects failures: never missed.
+        for i in 0..2000 {
+            let (v, w) = (engine.new_var(), engine.new_var());
+            engine.push(failing("orphan", ErrorKind::Runtime, "x").writes([&v]));
+            engine.push(Op::new("inherits", || Ok(())).reads([&v]).writes([&w]));
+            drop((v, w));
+            let e = engine.wait_all();
+            assert_eq!(e.map_err(|e| e.op).unwrap_err(), "orphan", "round {i}");
+            engine.wait_all().unwrap_or_else(|e| panic!("round {i}: raised again: {e}"));
+        }
+    });
+}
+
+#[test]
 fn an_error_raised_through_one_var_is_not_raised_again_for_a_deleted_one() {
     with_deadline(DEADLINE, || {
         let engine = threaded(1);

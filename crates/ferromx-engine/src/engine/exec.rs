@@ -153,13 +153,14 @@ impl Shared {
                     _ => false,
                 }
             };
-            if newly {
+            if let (true, Some(e)) = (newly, &error) {
                 let mut f = self.failed.lock();
                 if f.len() >= 1024 {
-                    // Forget failures already raised by a wait.
-                    f.retain(|w| w.upgrade().is_some_and(|v| v.state.lock().unraised()));
+                    // Forget failures already raised by a wait, and those of deleted
+                    // vars (their deletion kept the error, if unraised, as orphaned).
+                    f.retain(|(w, _)| w.upgrade().is_some_and(|v| v.state.lock().unraised()));
                 }
-                f.push(Arc::downgrade(&v.0));
+                f.push((Arc::downgrade(&v.0), e.clone()));
             }
         }
         let mut granted: SmallVec<[Arc<OprBlock>; 4]> = SmallVec::new();

@@ -209,18 +209,24 @@ impl WaitTicket {
             None => {
                 let failed: Vec<_> = std::mem::take(&mut *s.failed.lock());
                 let mut first: Option<SharedError> = None;
-                for w in failed {
+                let mut dying: Option<SharedError> = None;
+                for (w, e) in failed {
                     // (an upgraded var dropped here may orphan its error: taken below)
                     if let Some(v) = w.upgrade() {
                         let raised = v.state.lock().raise_once();
                         if let Some(e) = raised {
                             first.get_or_insert(e);
                         }
+                    } else if dying.is_none() && !s.was_raised(&e) {
+                        // A var deleted now, or before: its deletion may not have
+                        // orphaned the error yet. The raise below records it, so a
+                        // later orphaning of the same error is skipped.
+                        dying = Some(e);
                     }
                 }
                 // Errors of deleted vars that nothing raised (discarded arrays).
                 let orphaned: Vec<SharedError> = std::mem::take(&mut *s.orphaned.lock());
-                let first = first.or_else(|| orphaned.into_iter().next());
+                let first = first.or_else(|| orphaned.into_iter().next()).or(dying);
                 match first {
                     Some(e) => {
                         s.note_raised(&e);
