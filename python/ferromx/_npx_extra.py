@@ -1,5 +1,5 @@
 """``npx`` functions composed of engine operators: ``reshape`` (MXNet's special codes),
-``arange_like``, ``shape_array``, ``nonzero``, ``erfinv``, ``constraint_check``."""
+``arange_like``, ``shape_array``, ``nonzero``, ``constraint_check``."""
 
 import math
 import numbers
@@ -123,35 +123,6 @@ def nonzero(a):
     from .numpy import argwhere
 
     return argwhere(_np(a))
-
-
-def erfinv(data):
-    """The inverse error function: Giles' approximation refined by two Newton steps on
-    ``erf`` (float32 accuracy), on the engine."""
-    x = _np(data)
-    dt = x._dtype_name
-    y = x.astype("float64")
-    w = -_nd.log((1.0 - y) * (1.0 + y))
-    small = w < 5.0
-    ws = w - 2.5
-    wl = _nd.sqrt(_nd.where(small, w * 0 + 5.0, w)) - 3.0
-    ps = [2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-          -0.00125372503, -0.00417768164, 0.246640727, 1.50140941]
-    pl = [-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-          -0.0076224613, 0.00943887047, 1.00167406, 2.83297682]
-    rs, rl = ws * 0 + ps[0], wl * 0 + pl[0]
-    for cs, cl in zip(ps[1:], pl[1:]):
-        rs = rs * ws + cs
-        rl = rl * wl + cl
-    z = _nd.where(small, rs, rl) * y
-    for _ in range(2):
-        err = _nd.erf(z) - y
-        z = z - err / (2.0 / math.sqrt(math.pi) * _nd.exp(-z * z))
-    inf = z * 0 + _onp.inf
-    z = _nd.where(y >= 1.0, inf, _nd.where(y <= -1.0, -inf, z))
-    z = _nd.where(_nd.abs(y) > 1.0, z * _onp.nan, z)
-    res = z.astype(dt)
-    return res if data._is_np else res.as_nd_ndarray()
 
 
 def constraint_check(input, msg="Constraint violated!"):

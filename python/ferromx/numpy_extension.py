@@ -32,12 +32,12 @@ layer_norm = _nd.LayerNorm
 embedding = _nd.Embedding
 leaky_relu = _nd.LeakyReLU
 cast, gather_nd, reshape_like, slice = _nd.cast, _nd.gather_nd, _nd.reshape_like, _nd.slice
-smooth_l1, erf, gamma, gammaln = _nd.smooth_l1, _nd.erf, _nd.gamma, _nd.gammaln
+smooth_l1, erf, erfinv, gamma, gammaln = _nd.smooth_l1, _nd.erf, _nd.erfinv, _nd.gamma, _nd.gammaln
 from . import _npx_extra as _extra
 from . import _npx_random as random  # noqa: F401
 from . import _npx_utils as utils  # noqa: F401
 
-arange_like, constraint_check, erfinv = _extra.arange_like, _extra.constraint_check, _extra.erfinv
+arange_like, constraint_check = _extra.arange_like, _extra.constraint_check
 get_cuda_compute_capability = _extra.get_cuda_compute_capability
 nonzero, reshape, shape_array = _extra.nonzero, _extra.reshape, _extra.shape_array
 

@@ -36,7 +36,6 @@ __all__ = [
     "choose_element_0index",
     "cumsum",
     "depth_to_space",
-    "erfinv",
     "fill_element_0index",
     "hard_sigmoid",
     "histogram",
@@ -340,13 +339,6 @@ def moments(data, axes=None, keepdims=False, out=None, name=None):
 def hard_sigmoid(data, alpha=0.2, beta=0.5, out=None, name=None):
     """``clip(alpha * data + beta, 0, 1)``."""
     return _store(_nd().clip(data * alpha + beta, 0.0, 1.0), out)
-
-
-def erfinv(data, out=None, name=None):
-    """The inverse error function."""
-    from .._npx_extra import erfinv as _e
-
-    return _store(_e(data), out)
 
 
 def histogram(data, bins=10, range=None, out=None, name=None):

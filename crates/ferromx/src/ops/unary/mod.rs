@@ -7,6 +7,7 @@
 //! one `UnaryOp` variant, one kernel arm in `cpu.rs` and one line here.
 
 mod cpu;
+mod special;
 #[cfg(test)]
 mod tests;
 
@@ -72,6 +73,9 @@ pub enum UnaryOp {
     Degrees,
     Radians,
     Rcbrt,
+    Erfinv,
+    Digamma,
+    Trigamma,
 }
 
 impl UnaryOp {
@@ -137,7 +141,7 @@ macro_rules! unary {
 const fn grad_kind(d: Option<&'static Expr>) -> Grad {
     match d {
         Some(_) => Grad::Fn(grad),
-        None => Grad::None("the derivative needs digamma, which is not implemented"),
+        None => Grad::None("the derivative (the tetragamma function) is not implemented"),
     }
 }
 
@@ -195,8 +199,10 @@ unary! {
     "softrelu" Softrelu [] false Some(&U(F::Sigmoid, &X)), R, "Softplus `log(1+e^x)` (MXNet's softrelu).";
     "erf" Erf [] true Some(&B(BinOp::Mul, &U(F::Exp, &U(F::Negative, &X2)), &C(std::f64::consts::FRAC_2_SQRT_PI))),
         R, "Gauss error function, elementwise.";
-    "gamma" Gamma [] true None, R, "Gamma function, elementwise.";
-    "gammaln" Gammaln [] true None, R, "Log of the absolute value of the gamma function, elementwise.";
+    // MXNet: Γ'(x) = Γ(x)·ψ(x), (ln|Γ|)'(x) = ψ(x)
+    "gamma" Gamma [] true Some(&B(BinOp::Mul, &Y, &U(F::Digamma, &X))), R, "Gamma function, elementwise.";
+    "gammaln" Gammaln [] true Some(&U(F::Digamma, &X)), R,
+        "Log of the absolute value of the gamma function, elementwise.";
     "logical_not" LogicalNot [] true Some(&ZERO), R, "Logical not (1 where x is 0, else 0), elementwise.";
     "degrees" Degrees ["degrees", "rad2deg"] true Some(&C(180.0 / std::f64::consts::PI)), R,
         "Radians to degrees, elementwise.";
@@ -204,6 +210,12 @@ unary! {
         "Degrees to radians, elementwise.";
     "rcbrt" Rcbrt [] true Some(&B(BinOp::Mul, &B(BinOp::Div, &Y, &X), &C(-1.0 / 3.0))), R,
         "Reciprocal cube root `1/cbrt(x)`, elementwise.";
+    // MXNet's gradient uses the output: (erf⁻¹)'(x) = √π/2 · e^(y²)
+    "erfinv" Erfinv [] false Some(&B(BinOp::Mul, &U(F::Exp, &B(BinOp::Mul, &Y, &Y)), &C(1.0 / std::f64::consts::FRAC_2_SQRT_PI))),
+        R, "Inverse error function, elementwise (`±inf` at `±1`, NaN outside `[-1, 1]`).";
+    // Not MXNet operators: the derivatives of `gammaln` (for `gamma`'s and `gammaln`'s gradients).
+    "_digamma" Digamma [] false Some(&U(F::Trigamma, &X)), R, "The digamma function ψ = (ln Γ)', elementwise.";
+    "_trigamma" Trigamma [] false None, R, "The trigamma function ψ' = ψ₁, elementwise.";
 }
 
 /// The result dtype of `op` on `dt`, or the error for a dtype it does not take.
