@@ -6,6 +6,7 @@ calls into this module). As in MXNet 1.9.1 both flags are per thread: NumPy *sha
 ``mx.np.ndarray`` rather than ``mx.nd.NDArray``). Array semantics need shape semantics.
 """
 
+import contextlib
 import functools
 import inspect
 import os
@@ -46,6 +47,24 @@ _state = threading.local()
 
 def _get(flag):
     return getattr(_state, flag, False)
+
+
+@contextlib.contextmanager
+def _graph_fallback():
+    """While a hybridized block runs eagerly for a signature its graph could not express:
+    functions whose in-place form has no graph meaning (``np.nan_to_num(copy=False)``)
+    return a new array there, as MXNet's graph operators do."""
+    old = _get("graph_fallback")
+    _state.graph_fallback = True
+    try:
+        yield
+    finally:
+        _state.graph_fallback = old
+
+
+def in_graph_fallback():
+    """Whether a hybridized block is running eagerly in place of its graph."""
+    return _get("graph_fallback")
 
 
 def get_gpu_count():

@@ -326,3 +326,38 @@ def test_np_cumsum_gradient_and_legacy_nd():
     assert mx.nd.cumsum(mx.nd.array([[1, 2], [3, 4]]), axis=0).asnumpy().tolist() == [[1, 2], [4, 6]]
     assert np.cumsum(np.array([True, False, True], dtype=bool)).asnumpy().tolist() == [1, 1, 2]
     assert np.cumsum(np.zeros((2, 0, 3)), axis=1).shape == (2, 0, 3)
+
+
+def test_nan_to_num_copy_false_in_a_hybridized_block_writes_a_new_array():
+    from ferromx.gluon import HybridBlock
+
+    class NanToNum(HybridBlock):
+        def hybrid_forward(self, F, a):
+            return F.np.nan_to_num(a, False)
+
+    with mx.util.np_array(True), mx.util.np_shape(True):
+        src = _np.array([_np.nan, _np.inf, -_np.inf, 1.5], dtype="float32")
+        block = NanToNum()
+        block.hybridize()
+        x = np.array(src)
+        x.attach_grad()
+        with mx.autograd.record():  # eagerly this would be an in-place write: refused
+            y = block(x)
+        y.backward()
+        _np.testing.assert_array_equal(y.asnumpy(), _np.nan_to_num(src))
+        _np.testing.assert_array_equal(x.grad.asnumpy(), [0, 0, 0, 1])
+        assert _np.isnan(x.asnumpy()[0])  # the input is not modified, as in MXNet's graph
+        # eagerly, copy=False still writes into its argument
+        z = np.array(src)
+        np.nan_to_num(z, copy=False)
+        assert z.asnumpy()[0] == 0
+
+
+def test_multivariate_normal_samples_float16_through_float32():
+    mean = np.array([0.5, 10.0], dtype="float16")
+    cov = np.array([[1.0, 0.0], [0.0, 4.0]], dtype="float16")
+    out = np.random.multivariate_normal(mean, cov, size=(2000,))
+    assert out.dtype == _np.float16 and out.shape == (2000, 2)
+    s = out.asnumpy().astype("float64")
+    _np.testing.assert_allclose(s.mean(axis=0), [0.5, 10.0], atol=0.25)
+    _np.testing.assert_allclose(s.std(axis=0), [1.0, 2.0], rtol=0.1)

@@ -168,6 +168,14 @@ def trace(block, args):
 _EAGER = object()  # cache marker: this signature could not be traced, run eagerly
 
 
+def _eager(block, x, args):
+    """The block's eager forward in place of its graph (graph semantics where they differ)."""
+    from ..util import _graph_fallback
+
+    with _graph_fallback():
+        return block._eager_forward(x, *args)
+
+
 def call_cached(block, x, args):
     """The hybridized forward of ``block``: trace once per signature, then run the plan."""
     if not args and type(x) is NDArray:
@@ -179,7 +187,7 @@ def call_cached(block, x, args):
     key = _signature(full)
     entry = block._cached_graphs.get(key)
     if entry is _EAGER:
-        return block._eager_forward(x, *args)
+        return _eager(block, x, args)
     if entry is None:
         try:
             graph, data_names, fmt = trace(block, full)
@@ -187,13 +195,13 @@ def call_cached(block, x, args):
             raise  # value-dependent Python code: MXNet's error at trace time
         except NpSymbolUnsupported:  # np semantics a legacy graph cannot express
             block._cached_graphs[key] = _EAGER
-            return block._eager_forward(x, *args)
+            return _eager(block, x, args)
         except Exception as err:  # noqa: BLE001 - e.g. code that creates NDArrays itself
             warnings.warn(f"{type(block).__name__} '{block.name}' cannot be traced into a "
                           f"graph ({type(err).__name__}: {err}); it runs eagerly for inputs "
                           "of this signature", stacklevel=3)
             block._cached_graphs[key] = _EAGER
-            return block._eager_forward(x, *args)
+            return _eager(block, x, args)
         params = {p.name: p for p in block.collect_params().values()}
         try:
             _init_deferred(graph, data_names, [a for a in full if a is not None], params)

@@ -15,6 +15,7 @@ import numpy as _onp
 
 from .. import _native
 from .. import ndarray as _nd
+from ..util import in_graph_fallback as _in_graph_fallback
 from .multiarray import _FLOATS, _default_float
 
 __all__ = [
@@ -299,7 +300,8 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     res = _nd.where(isnan(x), ones * nan, x)
     res = _nd.where(x == _onp.inf, ones * posinf, res)
     res = _nd.where(x == -_onp.inf, ones * neginf, res)
-    if not copy:
+    # in a hybridized block's graph the operator writes a new array (MXNet's symbol form)
+    if not copy and not _in_graph_fallback():
         x[...] = res
         return x
     return res

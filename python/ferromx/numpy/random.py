@@ -128,9 +128,12 @@ def multivariate_normal(mean, cov, size=None, check_valid=None, tol=None):
     size = () if size is None else (size,) if isinstance(size, numbers.Integral) else tuple(size)
     shape = size + batch + (n,)
     dt = mean._dtype_name if mean._dtype_name in ("float32", "float64", "float16") else "float32"
-    chol = broadcast_to(_la.cholesky(cov.astype(dt)), shape + (n,))
-    z = normal(0.0, 1.0, size=shape + (1,), dtype=dt, ctx=mean.context)
-    return broadcast_to(mean.astype(dt), shape) + _la._mm(chol, z).reshape(shape)
+    # float16 is sampled in float32 (the Cholesky kernels are float32/float64), then cast
+    work = "float32" if dt == "float16" else dt
+    chol = broadcast_to(_la.cholesky(cov.astype(work)), shape + (n,))
+    z = normal(0.0, 1.0, size=shape + (1,), dtype=work, ctx=mean.context)
+    out = broadcast_to(mean.astype(work), shape) + _la._mm(chol, z).reshape(shape)
+    return out.astype(dt) if work != dt else out
 
 
 def lognormal(mean=0.0, sigma=1.0, size=None, dtype=None, ctx=None, out=None):
