@@ -2,10 +2,9 @@
 digamma function (gamma, gammaln) and the output-based ``√π/2·e^(y²)`` (erfinv).
 Values and gradients recorded from MXNet 1.9.1 (float32)."""
 
+import ferromx as mx
 import numpy as onp
 import pytest
-
-import ferromx as mx
 from ferromx import autograd, nd
 from ferromx import numpy as np
 from ferromx import numpy_extension as npx
