@@ -53,10 +53,10 @@ def nd_names(d):
 
 
 def contrib_names(d):
-    """The name an operator has in ``nd.contrib`` (``_contrib_div_sqrt_dim`` is
-    ``contrib.div_sqrt_dim``), or none."""
-    n = d["name"]
-    return [n[len("_contrib_"):]] if n.startswith("_contrib_") else []
+    """The names an operator has in ``nd.contrib``: its own or aliases named ``_contrib_*``
+    (``_contrib_div_sqrt_dim`` is ``contrib.div_sqrt_dim``; ``CTCLoss`` is also
+    ``contrib.CTCLoss``)."""
+    return [n[len("_contrib_"):] for n in [d["name"], *d["nd"]] if n.startswith("_contrib_")]
 
 
 def docstring(d, public):

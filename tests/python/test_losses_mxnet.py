@@ -104,7 +104,7 @@ def test_ctc_rejects_bad_layouts_and_shapes():
         gloss.CTCLoss(layout="NCT")
     with pytest.raises(ValueError, match="CTCLoss.*'NN'"):
         gloss.CTCLoss(label_layout="NN")
-    with pytest.raises(ValueError, match="CTCLoss: label must be"):
+    with pytest.raises(ValueError, match=r"CTCLoss: .*\(4, 2, 3\) and \(3, 2\).*label \(batch, length\)"):
         gloss.CTCLoss()(nd.zeros((2, 4, 3)), nd.zeros((3, 2)))
 
 

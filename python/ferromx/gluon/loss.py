@@ -8,7 +8,6 @@ import math
 import numbers
 
 from .. import ndarray as nd
-from ._ctc import ctc_loss
 from .block import HybridBlock
 
 __all__ = [
@@ -356,8 +355,8 @@ class CTCLoss(Loss):
         Scalar weight.
 
     ``forward(pred, label, pred_lengths=None, label_lengths=None, sample_weight=None)``
-    returns one loss per sample, shape ``(N,)``.  The forward algorithm runs in log space
-    on ``nd`` operators, so ``autograd`` differentiates it.
+    returns one loss per sample, shape ``(N,)``: the ``CTCLoss`` operator with
+    ``blank_label='last'``, as MXNet's.
     """
 
     def __init__(self, layout="NTC", label_layout="NT", weight=None, **kwargs):
@@ -374,13 +373,13 @@ class CTCLoss(Loss):
     def hybrid_forward(
         self, F, pred, label, pred_lengths=None, label_lengths=None, sample_weight=None
     ):
-        if pred.ndim != 3:
-            raise ValueError(f"CTCLoss: pred must be 3-D ({self._layout}), got {pred.shape}")
-        if self._layout == "TNC":
+        if self._layout == "NTC":  # the operator takes (time, batch, classes)
             pred = F.swapaxes(pred, 0, 1)
         if self._batch_axis == 1:
             label = F.swapaxes(label, 0, 1)
-        loss = ctc_loss(pred, label, pred_lengths, label_lengths)
+        lengths = [a for a in (pred_lengths, label_lengths) if a is not None]
+        loss = F.CTCLoss(pred, label, *lengths, use_data_lengths=pred_lengths is not None,
+                         use_label_lengths=label_lengths is not None, blank_label="last")
         return _apply_weighting(loss, self._weight, sample_weight)
 
 

@@ -110,6 +110,11 @@ def _truthy(v):
     return str(v).strip().lower() in ("true", "1")
 
 
+# inputs an operator takes only when a flag attribute says so (as MXNet's ListArguments)
+_OPTIONAL_BY_FLAG = {"sequence_length": "use_sequence_length", "data_lengths": "use_data_lengths",
+                     "label_lengths": "use_label_lengths"}
+
+
 def input_names(op, attrs, n_given=None):
     """The operator's input names for string ``attrs`` (optional ones dropped: a bias with
     ``no_bias``, LeakyReLU's gamma unless ``prelu``), auxiliary states last."""
@@ -122,6 +127,9 @@ def input_names(op, attrs, n_given=None):
         names.remove("bias")
     if op == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":
         names.remove("gamma")
+    for name, flag in _OPTIONAL_BY_FLAG.items():  # lengths inputs exist only when used
+        if name in names and flag in params(op) and not _truthy(attrs.get(flag, _default(op, flag))):
+            names.remove(name)
     names += [a for a in d["aux"] if a not in names]
     return names
 

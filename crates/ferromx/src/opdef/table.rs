@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 23] {
+fn families() -> [&'static [OpDef]; 24] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -32,6 +32,7 @@ fn families() -> [&'static [OpDef]; 23] {
         ops::loss_head::DEFS,
         ops::allclose::DEFS,
         ops::cumsum::DEFS,
+        ops::ctc::DEFS,
         ops::add_n::DEFS,
         ops::DEFS,
     ]

@@ -9,6 +9,7 @@ pub mod allclose;
 pub mod binary;
 pub mod conv;
 pub mod creation;
+pub mod ctc;
 pub mod cumsum;
 pub mod image;
 pub mod index;
