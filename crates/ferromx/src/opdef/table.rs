@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 24] {
+fn families() -> [&'static [OpDef]; 25] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -33,6 +33,7 @@ fn families() -> [&'static [OpDef]; 24] {
         ops::allclose::DEFS,
         ops::cumsum::DEFS,
         ops::ctc::DEFS,
+        ops::conv::unfold::DEFS,
         ops::add_n::DEFS,
         ops::DEFS,
     ]

@@ -159,7 +159,7 @@ pub(crate) fn span(off: isize, ow: usize, iw: usize) -> (usize, usize, usize) {
 
 /// Fills `col` (rows `c, kd, kh, kw` at stride `ld`; columns the output
 /// positions) from one group of one sample `x` (`cg × D × H × W`).
-fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T], ld: usize) {
+pub(super) fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T], ld: usize) {
     let [id, ih, iw] = g.ind;
     let [od, oh, ow] = g.outd;
     let p = od * oh * ow;
@@ -211,7 +211,7 @@ fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T], ld: usize) {
 
 /// Adds `col` (rows at stride `ld`) back into one group of one sample's input
 /// gradient `dx` (the adjoint of [`im2col`]).
-fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T], ld: usize) {
+pub(super) fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T], ld: usize) {
     let [id, ih, iw] = g.ind;
     let [od, oh, ow] = g.outd;
     let p = od * oh * ow;

@@ -11,6 +11,7 @@ pub(crate) mod cpu;
 mod layout;
 #[cfg(test)]
 mod tests;
+pub mod unfold;
 mod winograd;
 
 pub(crate) use layout::{channel_last, to_cf_perm, to_cl_perm};
