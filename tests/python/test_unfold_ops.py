@@ -39,7 +39,7 @@ def test_im2col_and_col2im_match_recorded_mxnet(case):
 
 
 def _ref_im2col(x, kernel, stride, dilate, pad):
-    n, c = x.shape[:2]
+    _n, c = x.shape[:2]
     nk = len(kernel)
     xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in pad])
     outd = [(x.shape[2 + j] + 2 * pad[j] - dilate[j] * (kernel[j] - 1) - 1) // stride[j] + 1
@@ -56,8 +56,8 @@ def _ref_im2col(x, kernel, stride, dilate, pad):
 
 
 @pytest.mark.parametrize("shape,kw", [
-    ((2, 2, 9), dict(kernel=(3,), stride=(2,), dilate=(2,), pad=(1,))),
-    ((1, 2, 3, 4, 5), dict(kernel=(2, 2, 3), stride=(1, 2, 1), dilate=(1, 1, 2), pad=(0, 1, 1))),
+    ((2, 2, 9), {"kernel": (3,), "stride": (2,), "dilate": (2,), "pad": (1,)}),
+    ((1, 2, 3, 4, 5), {"kernel": (2, 2, 3), "stride": (1, 2, 1), "dilate": (1, 1, 2), "pad": (0, 1, 1)}),
 ])
 def test_one_and_three_spatial_axes_match_numpy_and_are_adjoint(shape, kw):
     rng = np.random.RandomState(0)
