@@ -157,6 +157,10 @@ pub(crate) struct Shared {
     /// one of them is not orphaned, since MXNet raises an error once, whichever
     /// of the arrays it reached is waited on.
     pub(crate) raised: Mutex<std::collections::VecDeque<Weak<crate::EngineError>>>,
+    /// The highest op id of an error a wait raised: a discarded failure of an op pushed
+    /// before it counts as handled (see [`Shared::note_raised`]), so whether it is raised
+    /// does not depend on when its array's deletion completes.
+    raised_upto: AtomicU64,
     pub(crate) listeners: Listeners,
     next_var: AtomicU64,
     next_op: AtomicU64,
@@ -178,26 +182,29 @@ impl Shared {
     /// so a var deleted concurrently either sees `e` as raised or is cleared here.
     pub(crate) fn note_raised(&self, e: &SharedError) {
         let mut r = self.raised.lock();
-        self.orphaned.lock().clear();
-        // Failures of vars already gone are discarded ones too.
-        self.failed.lock().retain(|(w, _)| w.strong_count() > 0);
+        let upto = self.raised_upto.fetch_max(e.op_id, Ordering::SeqCst).max(e.op_id);
+        // Discarded failures of ops pushed up to the raised one are handled; the failed
+        // entries of vars already gone are discarded ones too.
+        self.orphaned.lock().retain(|x| x.op_id > upto);
+        self.failed.lock().retain(|(w, x)| w.strong_count() > 0 || x.op_id > upto);
         if r.len() >= RAISED_MEMORY {
             r.pop_front();
         }
         r.push_back(Arc::downgrade(e));
     }
 
-    /// Whether a wait raised `e` recently.
+    /// Whether a wait raised `e` recently, or an error of a later-pushed op (which
+    /// handles a discarded `e`).
     pub(crate) fn was_raised(&self, e: &SharedError) -> bool {
         let w = Arc::downgrade(e);
-        self.raised.lock().iter().any(|r| r.ptr_eq(&w))
+        e.op_id < self.raised_upto.load(Ordering::SeqCst) || self.raised.lock().iter().any(|r| r.ptr_eq(&w))
     }
 
     /// Keeps the unraised error of a var being deleted for the next `wait_all`.
     pub(crate) fn orphan(&self, e: SharedError) {
         let w = Arc::downgrade(&e);
         let r = self.raised.lock();
-        if r.iter().any(|r| r.ptr_eq(&w)) {
+        if e.op_id < self.raised_upto.load(Ordering::SeqCst) || r.iter().any(|r| r.ptr_eq(&w)) {
             return;
         }
         let mut o = self.orphaned.lock();
@@ -246,6 +253,7 @@ impl Engine {
             failed: Mutex::new(Vec::new()),
             orphaned: Mutex::new(Vec::new()),
             raised: Mutex::new(std::collections::VecDeque::new()),
+            raised_upto: AtomicU64::new(0),
             listeners: Listeners::default(),
             next_var: AtomicU64::new(1),
             next_op: AtomicU64::new(1),

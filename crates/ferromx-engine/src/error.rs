@@ -84,12 +84,16 @@ pub struct EngineError {
     pub label: Option<String>,
     /// Message of the failure.
     pub message: String,
+    /// Engine id of the operation that failed (ids grow in push order; 0 for an error
+    /// that did not come from an operation). A raised error clears the discarded
+    /// failures of operations pushed before it, whenever their arrays are deleted.
+    pub op_id: u64,
 }
 
 impl EngineError {
     /// An error that did not come from an operation (e.g. a wait issued inside an op).
     pub fn new(kind: ErrorKind, op: impl Into<String>, message: impl Into<String>) -> Self {
-        Self { kind, op: op.into(), label: None, message: message.into() }
+        Self { kind, op: op.into(), label: None, message: message.into(), op_id: 0 }
     }
 }
 

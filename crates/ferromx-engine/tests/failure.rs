@@ -247,6 +247,30 @@ fn a_raised_error_clears_earlier_discarded_failures() {
 }
 
 #[test]
+fn a_raise_handles_the_discarded_failures_pushed_before_it_whenever_they_are_deleted() {
+    with_deadline(DEADLINE, || {
+        let engine = threaded(2);
+        // deleted only after the raise (its op block, say, held it): still handled
+        let old = engine.new_var();
+        engine.push(failing("earlier", ErrorKind::Value, "old").writes([&old]));
+        let seen = engine.new_var();
+        engine.push(failing("seen", ErrorKind::Value, "new").writes([&seen]));
+        assert_eq!(engine.wait_to_read(&seen).unwrap_err().op, "seen");
+        drop(old);
+        engine.wait_all().unwrap();
+        // a failure pushed after the raised one is not handled by it
+        let seen = engine.new_var();
+        engine.push(failing("seen2", ErrorKind::Value, "new").writes([&seen]));
+        engine.wait_to_read(&seen).unwrap_err();
+        let later = engine.new_var();
+        engine.push(failing("later", ErrorKind::Value, "x").writes([&later]));
+        drop(later);
+        assert_eq!(engine.wait_all().unwrap_err().op, "later");
+        engine.wait_all().unwrap();
+    });
+}
+
+#[test]
 fn engine_keeps_working_after_failures() {
     quiet_intentional_panics();
     with_deadline(DEADLINE, || {

@@ -111,6 +111,7 @@ impl Shared {
                                 op: f.op.unwrap_or_else(|| op.name.to_string()),
                                 label: f.label.or_else(|| op.label.as_deref().map(str::to_string)),
                                 message: f.message,
+                                op_id: op.id,
                             })
                         })
                     }
