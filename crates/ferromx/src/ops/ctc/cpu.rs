@@ -4,6 +4,7 @@
 use crate::dtype::Elem;
 use crate::engine::{ErrorKind, OpFailure};
 use crate::opdef::OpCall;
+use crate::ops::par::chunked;
 use crate::storage::Kernel;
 use crate::{with_dtype, with_float_dtype};
 
@@ -139,6 +140,9 @@ fn sample_labels(row: &[f64], len: Option<f64>, pad: f64, classes: usize) -> Res
         .collect()
 }
 
+/// One sample's steps, loss and gradient (T × C), or its input error.
+type Solved = Result<(usize, f64, Vec<f64>), OpFailure>;
+
 /// ints: use_data_lengths, use_label_lengths, blank first, then T, N, C and the label
 /// length L. Outputs: loss (N,), grad (T, N, C).
 pub(super) fn ctc_kernel(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
@@ -149,10 +153,8 @@ pub(super) fn ctc_kernel(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
     let data_len = use_data.then(|| as_f64(k, 2));
     let label_len = use_label.then(|| as_f64(k, 2 + usize::from(use_data)));
     let (blank, pad) = if blank_first { (0, 0.0) } else { (c - 1, -1.0) };
-    let mut losses = vec![0.0; n];
-    let mut grads = vec![0.0; t_max * n * c];
-    let mut lp = vec![0.0; t_max * c];
-    for b in 0..n {
+    // One sample's (steps, loss, gradient), samples split over the cores.
+    let solve = |b: usize| -> Solved {
         let steps = match &data_len {
             Some(d) => {
                 let v = d[b];
@@ -164,6 +166,7 @@ pub(super) fn ctc_kernel(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
             None => t_max,
         };
         let labels = sample_labels(&label[b * l_max..(b + 1) * l_max], label_len.as_ref().map(|l| l[b]), pad, c)?;
+        let mut lp = vec![0.0; steps * c];
         for t in 0..steps {
             let row = &data[(t * n + b) * c..(t * n + b + 1) * c];
             let m = row.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -172,7 +175,20 @@ pub(super) fn ctc_kernel(call: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
                 *o = v - z;
             }
         }
-        let (loss, g) = sample_loss(&Sample { lp: &lp[..steps * c], classes: c, steps, labels: &labels, blank });
+        let (loss, g) = sample_loss(&Sample { lp: &lp, classes: c, steps, labels: &labels, blank });
+        Ok((steps, loss, g))
+    };
+    let mut per: Vec<Option<Solved>> = (0..n).map(|_| None).collect();
+    // grain 1: a sample is T·S·C work, worth a thread of its own
+    chunked(&mut per, 1, |start, chunk| {
+        for (j, slot) in chunk.iter_mut().enumerate() {
+            *slot = Some(solve(start + j));
+        }
+    });
+    let mut losses = vec![0.0; n];
+    let mut grads = vec![0.0; t_max * n * c];
+    for (b, r) in per.into_iter().enumerate() {
+        let (steps, loss, g) = r.unwrap_or_else(|| Err(fail("sample not computed".into())))?;
         losses[b] = loss;
         for t in 0..steps {
             grads[(t * n + b) * c..(t * n + b + 1) * c].copy_from_slice(&g[t * c..(t + 1) * c]);
