@@ -196,15 +196,19 @@ impl Shared {
     /// Whether a wait raised `e` recently, or an error of a later-pushed op (which
     /// handles a discarded `e`).
     pub(crate) fn was_raised(&self, e: &SharedError) -> bool {
+        self.handled(e, &self.raised.lock())
+    }
+
+    /// [`Self::was_raised`] with the `raised` list already locked.
+    fn handled(&self, e: &SharedError, raised: &std::collections::VecDeque<Weak<crate::EngineError>>) -> bool {
         let w = Arc::downgrade(e);
-        e.op_id < self.raised_upto.load(Ordering::SeqCst) || self.raised.lock().iter().any(|r| r.ptr_eq(&w))
+        e.op_id < self.raised_upto.load(Ordering::SeqCst) || raised.iter().any(|r| r.ptr_eq(&w))
     }
 
     /// Keeps the unraised error of a var being deleted for the next `wait_all`.
     pub(crate) fn orphan(&self, e: SharedError) {
-        let w = Arc::downgrade(&e);
         let r = self.raised.lock();
-        if e.op_id < self.raised_upto.load(Ordering::SeqCst) || r.iter().any(|r| r.ptr_eq(&w)) {
+        if self.handled(&e, &r) {
             return;
         }
         let mut o = self.orphaned.lock();

@@ -152,14 +152,20 @@ fn tuple(i: &Invocation<'_>, key: &str, kernel: &[usize], default: usize, min: u
     Ok(v.iter().map(|&x| x as usize).collect())
 }
 
+/// The `kernel` attribute: 1 to 3 positive sizes.
+fn kernel_of(i: &Invocation<'_>) -> Result<Vec<usize>> {
+    let kernel: Vec<usize> = i.req_ints("kernel")?.iter().map(|&k| k.max(0) as usize).collect();
+    if kernel.is_empty() || kernel.len() > 3 || kernel.contains(&0) {
+        return Err(Error::value(i.name(), format!("kernel must be 1 to 3 positive sizes, got {}", fmt_dims(&kernel))));
+    }
+    Ok(kernel)
+}
+
 impl ConvParams {
     /// Reads the parameters of a `Convolution` / `Deconvolution` call.
     pub fn read(i: &Invocation<'_>, deconv: bool) -> Result<ConvParams> {
         let name = i.name();
-        let kernel: Vec<usize> = i.req_ints("kernel")?.iter().map(|&k| k.max(0) as usize).collect();
-        if kernel.is_empty() || kernel.len() > 3 || kernel.contains(&0) {
-            return Err(Error::value(name, format!("kernel must be 1 to 3 positive sizes, got {}", fmt_dims(&kernel))));
-        }
+        let kernel = kernel_of(i)?;
         let num_filter = i.i64("num_filter")?;
         let groups = i.i64("num_group")?;
         if num_filter < 1 || groups < 1 {

@@ -6,12 +6,14 @@
 //! is the other's adjoint, so each one's gradient is the other.
 
 use super::cpu::{col2im, im2col, with_conv_dtype};
-use super::{fmt_dims, Geom};
+use super::{fmt_dims, kernel_of, tuple, Geom};
 use crate::autograd::{needs_record, record};
 use crate::engine::{ErrorKind, OpFailure};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::opdef::{one, param, push_call, Attrs, Example, KernelSlot, Meta, OpCall, OpDef, ParamDef, ParamKind as K};
+use crate::opdef::{
+    one, param, push_call, Attrs, Example, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef, ParamKind as K,
+};
 use crate::shape::Shape;
 use crate::DType;
 use num_traits::Zero;
@@ -38,7 +40,7 @@ pub static DEFS: &[OpDef] = &[
         inputs: &["data"],
         params: IM2COL_PARAMS,
         doc: "Sliding patches of `data` (N, C, *spatial) as columns: (N, C·∏kernel, number of positions).",
-        forward: |i| one(unfold(i.x(0)?, &window(i.def.name, i.attrs, i.x(0)?.dims(), false)?, true)),
+        forward: |i| one(unfold(i.x(0)?, &window(i.def, i.attrs, i.x(0)?.dims(), false)?, true)),
         infer: Some(infer),
         cpu: KernelSlot::Call(kernel),
         example: Some(Example { shapes: &[&[1, 2, 3, 3]], attrs: "kernel=(2, 2)", range: (0.5, 1.5) }),
@@ -50,7 +52,7 @@ pub static DEFS: &[OpDef] = &[
         params: COL2IM_PARAMS,
         doc: "Adds columns (N, C·∏kernel, positions) back into an image (N, C, *output_size): overlapping \
               patches sum (the adjoint of `im2col`).",
-        forward: |i| one(unfold(i.x(0)?, &window(i.def.name, i.attrs, i.x(0)?.dims(), true)?, false)),
+        forward: |i| one(unfold(i.x(0)?, &window(i.def, i.attrs, i.x(0)?.dims(), true)?, false)),
         infer: Some(infer),
         cpu: KernelSlot::Call(kernel),
         example: Some(Example { shapes: &[&[1, 8, 4]], attrs: "output_size=(3, 3), kernel=(2, 2)", range: (0.5, 1.5) }),
@@ -60,32 +62,22 @@ pub static DEFS: &[OpDef] = &[
 
 /// The window of a call and the shapes on both sides: image (N, C, *spatial) and
 /// columns (N, C·∏kernel, positions).
+#[derive(Clone)]
 struct Window {
     geom: Geom,
     image: Shape,
     cols: Shape,
 }
 
-fn window(name: &str, a: &Attrs, dims: &[usize], from_cols: bool) -> Result<Window> {
-    let kernel: Vec<usize> = a.req_ints(name, "kernel")?.iter().map(|&k| k.max(0) as usize).collect();
+fn window(def: &'static OpDef, a: &Attrs, dims: &[usize], from_cols: bool) -> Result<Window> {
+    let (name, i) = (def.name, Invocation::params(def, a));
+    let kernel = kernel_of(&i)?;
     let nk = kernel.len();
-    if nk == 0 || nk > 3 || kernel.contains(&0) {
-        return Err(Error::value(name, format!("kernel must be 1 to 3 positive sizes, got {}", fmt_dims(&kernel))));
-    }
-    let tuple = |key: &str, default: usize, min: i64| -> Result<Vec<usize>> {
-        let v = a.ints(name, key)?.unwrap_or_default();
-        if v.is_empty() {
-            return Ok(vec![default; nk]);
-        }
-        if v.len() != nk || v.iter().any(|&x| x < min) {
-            return Err(Error::value(name, format!("{key} must be {nk} entries of at least {min}, got {v:?}")));
-        }
-        Ok(v.iter().map(|&x| x as usize).collect())
-    };
-    let (stride, dilate, pad) = (tuple("stride", 1, 1)?, tuple("dilate", 1, 1)?, tuple("pad", 0, 0)?);
+    let (stride, dilate, pad) =
+        (tuple(&i, "stride", &kernel, 1, 1)?, tuple(&i, "dilate", &kernel, 1, 1)?, tuple(&i, "pad", &kernel, 0, 0)?);
     let ksize: usize = kernel.iter().product();
     let (n, c, spatial) = if from_cols {
-        let out = tuple("output_size", 0, 1)?;
+        let out = tuple(&i, "output_size", &kernel, 0, 1)?;
         if dims.len() != 3 || dims[1] % ksize != 0 {
             return Err(Error::shape(
                 name,
@@ -151,28 +143,33 @@ fn window(name: &str, a: &Attrs, dims: &[usize], from_cols: bool) -> Result<Wind
     Ok(Window { geom, image: Shape::from(image), cols: Shape::from(vec![n, c * ksize, positions]) })
 }
 
-fn infer(def: &OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
-    let to_cols = def.name == "im2col";
-    let w = window(def.name, a, ins[0].shape.dims(), !to_cols)?;
-    if !matches!(ins[0].dtype, DType::F32 | DType::F64) {
-        return Err(Error::dtype(def.name, format!("takes float32 or float64, got {:?}", ins[0].dtype)));
+/// The kernels' dtypes (the convolution's).
+fn check_dtype(name: &str, dt: DType) -> Result<()> {
+    if matches!(dt, DType::F32 | DType::F64) {
+        Ok(())
+    } else {
+        Err(Error::dtype(name, format!("takes float32 or float64, got {dt:?}")))
     }
+}
+
+fn infer(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let to_cols = def.name == "im2col";
+    let w = window(def, a, ins[0].shape.dims(), !to_cols)?;
+    check_dtype(def.name, ins[0].dtype)?;
     Ok(vec![Meta { shape: if to_cols { w.cols } else { w.image }, ..ins[0].clone() }])
 }
 
 /// `im2col` (`to_cols`) or `col2im` of `x` over window `w`; each records the other as its gradient.
 fn unfold(x: &NDArray, w: &Window, to_cols: bool) -> Result<NDArray> {
     let def = &DEFS[usize::from(!to_cols)];
-    if !matches!(x.dtype(), DType::F32 | DType::F64) {
-        return Err(Error::dtype(def.name, format!("takes float32 or float64, got {:?}", x.dtype())));
-    }
+    check_dtype(def.name, x.dtype())?;
     let shape = if to_cols { w.cols.clone() } else { w.image.clone() };
     let out = NDArray::empty(shape, x.dtype(), x.ctx())?;
     if out.size() > 0 {
         push_call(OpCall::new(def, &[x], &[&out]).with_nums(&w.geom.to_nums(false)).with_ints(&[i64::from(to_cols)]))?;
     }
     if needs_record(&[x]) {
-        let back = Window { geom: w.geom, image: w.image.clone(), cols: w.cols.clone() };
+        let back = w.clone();
         record(def.name, &[x], &[&out], Box::new(move |g| Ok(vec![Some(unfold(&g[0], &back, !to_cols)?)])));
     }
     Ok(out)
