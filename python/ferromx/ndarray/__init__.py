@@ -290,6 +290,49 @@ def pad(data, mode="constant", pad_width=None, constant_value=0.0, out=None):
     return _finish(res, out)
 
 
+def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mean=None):
+    """MXNet's deprecated legacy decoder (use ``mx.image.imdecode``): image bytes to a
+    (channels, H, W) float32 array (``mean``'s dtype when given) in OpenCV's BGR order,
+    clipped to ``clip_rect`` = (x0, y0, x1, y1) (all zero: the whole image), minus
+    ``mean`` (channels, h, w). With ``out`` it writes there: a (c, h, w) array, or slice
+    ``index`` of an (n, c, h, w) one, and returns ``out``. (MXNet 1.9.1's own function
+    fails on Python 3 bytes; this is what its C++ body does.)"""
+    from ..image.image import imdecode as _decode
+
+    channels = int(channels)
+    if channels not in (1, 3):
+        raise _MXNetValueError(f"imdecode: channels must be 1 or 3, got {channels}")
+    img = _decode(str_img, flag=0 if channels == 1 else 1, to_rgb=False)
+    h, w = img.shape[:2]
+    x0, y0, x1, y1 = (int(v) for v in clip_rect)
+    if y1 - y0 == 0:
+        x0, y0, x1, y1 = 0, 0, w, h
+    if not (0 <= x0 < x1 <= w and 0 <= y0 < y1 <= h):
+        raise _MXNetValueError(
+            f"imdecode: clip_rect {tuple(clip_rect)} is not inside the {w}x{h} image")
+    res = img[y0:y1, x0:x1, :channels].transpose((2, 0, 1))
+    res = res.astype(mean.dtype if mean is not None else "float32")
+    if mean is not None:
+        if mean.shape != res.shape:
+            raise _MXNetValueError(
+                f"imdecode: mean must have the clipped image's shape {res.shape}, got {mean.shape}")
+        res = res - mean
+    if out is None:
+        return res
+    if out.ndim == 4:
+        if not 0 <= int(index) < out.shape[0]:
+            raise _MXNetIndexError(f"imdecode: index {index} is out of range for out {out.shape}")
+        target = out[int(index)]
+    elif out.ndim == 3:
+        target = out
+    else:
+        raise _MXNetValueError(f"imdecode: out must be (c, h, w) or (n, c, h, w), got {out.shape}")
+    if target.shape != res.shape:
+        raise _MXNetValueError(f"imdecode: out slice {target.shape} does not match the image {res.shape}")
+    target[:] = res
+    return out
+
+
 def waitall():
     """Blocks until every pushed operation has finished; raises the first error."""
     from .._sync import check

@@ -102,6 +102,8 @@ PARAM_RULES = {
     "Convolution": _conv_params,
     "Deconvolution": lambda a, s: _conv_params(a, s, deconv=True),
     "BatchNorm": _channel_params(["gamma", "beta", "moving_mean", "moving_var"]),
+    "BatchNorm_v1": _channel_params(["gamma", "beta", "moving_mean", "moving_var"]),
+    "IdentityAttachKLSparseReg": lambda a, s: {} if s[0] is None else {"moving_avg": (s[0][1],)},
     "InstanceNorm": _channel_params(["gamma", "beta"]),
     "LayerNorm": _layernorm_params,
     "Embedding": _embedding_params,
@@ -186,6 +188,7 @@ FORWARD_RULES = {
     "LayerNorm": _same,
     "InstanceNorm": _same,
     "BatchNorm": _bn_out,
+    "BatchNorm_v1": _bn_out,
     "Embedding": _embedding_out,
     "clip": _same,
 }
@@ -275,7 +278,7 @@ def _elemwise(node):
 
 # Operators whose first output has the first input's shape (both ways, partial shapes too).
 _SAME_SHAPE = {"Activation", "softmax", "log_softmax", "Dropout", "clip", "cast", "_copy",
-               "LayerNorm", "BatchNorm", "InstanceNorm", "zeros_like", "ones_like",
+               "LayerNorm", "BatchNorm", "BatchNorm_v1", "InstanceNorm", "zeros_like", "ones_like",
                "full_like", "sort"}
 
 

@@ -71,9 +71,12 @@ MXNET_NAMES = {k: v for k, v in {
 IGNORED_ATTRS = {"cudnn_off", "cudnn_tune", "workspace", "num_args", "is_int"}
 
 # Named outputs (MXNet's FListOutputNames) where they differ from output0, output1, ...
-_OUTPUT_NAMES = {"BatchNorm": ["output", "mean", "var"], "LayerNorm": ["output", "mean", "std"]}
+_OUTPUT_NAMES = {"BatchNorm": ["output", "mean", "var"], "BatchNorm_v1": ["output", "mean", "var"],
+                 "LayerNorm": ["output", "mean", "std"]}
 # Outputs an operator has in the graph beyond the visible ones (node_row_ptr counts them).
-_TOTAL_OUTPUTS = {"BatchNorm": 3, "Dropout": 2, "LayerNorm": 3, "InstanceNorm": 3, "Pooling": 2}
+_TOTAL_OUTPUTS = {"BatchNorm": 3, "BatchNorm_v1": 3, "Dropout": 2, "LayerNorm": 3, "InstanceNorm": 3, "Pooling": 2,
+                  "GridGenerator": 2, "BilinearSampler": 2, "SpatialTransformer": 3, "ROIPooling": 2,
+                  "Correlation": 3}
 # Initializers MXNet gives auto-created auxiliary states.
 AUX_INIT = {"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'}
 # Initializers an operator gives a variable bound to one of its inputs when the variable has

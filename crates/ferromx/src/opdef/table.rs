@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 25] {
+fn families() -> [&'static [OpDef]; 27] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -35,6 +35,8 @@ fn families() -> [&'static [OpDef]; 25] {
         ops::ctc::DEFS,
         ops::conv::unfold::DEFS,
         ops::add_n::DEFS,
+        ops::vision::DEFS,
+        ops::sparse_reg::DEFS,
         ops::DEFS,
     ]
 }

@@ -25,9 +25,11 @@ pub mod reduce;
 pub mod sequence;
 pub mod shape;
 pub mod sort;
+pub mod sparse_reg;
 #[cfg(test)]
 mod test_support;
 pub mod unary;
+pub mod vision;
 
 pub use binary::{binary, binary_inplace, binary_scalar, scalar_inplace, scalar_op, user_scalar_op, BinOp};
 pub use creation::*;

@@ -544,7 +544,7 @@ const DECONV_PARAMS: &[ParamDef] = conv_params!(
 pub static DEFS: &[OpDef] = &[
     OpDef {
         name: "Convolution",
-        aliases: Aliases { nd: &[], np: &[], npx: &["convolution"], fluent: false },
+        aliases: Aliases { nd: &["Convolution_v1"], np: &[], npx: &["convolution"], fluent: false },
         inputs: &["data", "weight", "bias"],
         params: CONV_PARAMS,
         doc: "N-d convolution (1-d to 3-d) of `data` with `weight` plus `bias`; grouped with `num_group`.",

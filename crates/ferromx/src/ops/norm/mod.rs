@@ -1,5 +1,6 @@
 //! Normalisation operators: `BatchNorm` (OpCall kernels), and `InstanceNorm`,
-//! `GroupNorm`, `LRN` (compositions of existing operators, `compose.rs`).
+//! `GroupNorm`, `LRN` (compositions of existing operators, `compose.rs`) and the
+//! legacy `BatchNorm_v1` (`batch_norm_v1.rs`).
 //!
 //! As in MXNet 1.9.1 on the CPU, training mode (autograd's training flag)
 //! normalises with the batch's mean and biased variance, and the moving
@@ -11,6 +12,7 @@
 //! (MXNet's backward runs in training mode), so after a predict-mode forward
 //! the "update" writes back the moving statistics themselves.
 
+mod batch_norm_v1;
 mod compose;
 pub(crate) mod cpu;
 #[cfg(test)]
@@ -192,10 +194,15 @@ pub fn batch_norm(p: &BnParams, ins: [&NDArray; 5]) -> Result<Vec<NDArray>> {
         // MXNet's backward runs in training mode: the batch formula (with the statistics
         // the forward used) and the moving-statistics update, unless use_global_stats.
         let bd = BnDims { use_batch: !p.use_global_stats, update: !p.use_global_stats, ..d };
+        // with output_mean_var the statistics are outputs of the same node (their
+        // gradients are ignored, as MXNet's backward ignores them), so a graph or an
+        // executor can take them as heads
+        let (m2, i2) = (mean.clone(), invstd.clone());
+        let outs: Vec<&NDArray> = if p.output_mean_var { vec![&out, &m2, &i2] } else { vec![&out] };
         record(
             fwd.name,
             &ins,
-            &[&out],
+            &outs,
             Box::new(move |g| {
                 let (dx, dg, db) = (xc.empty_like()?, gc.empty_like()?, gc.empty_like()?);
                 let mut outs = vec![&dx, &dg, &db];
@@ -331,6 +338,7 @@ pub static DEFS: &[OpDef] = &[
         cpu: KernelSlot::Composite,
         ..OpDef::BASE
     },
+    batch_norm_v1::BATCH_NORM_V1,
 ];
 
 fn same_shape(def: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {

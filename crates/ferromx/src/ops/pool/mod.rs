@@ -6,6 +6,7 @@
 //! gradient is the table operator `_backward_Pooling` (one engine op).
 
 pub(crate) mod cpu;
+mod pooling_v1;
 mod resize;
 #[cfg(test)]
 mod tests;
@@ -418,4 +419,5 @@ pub static DEFS: &[OpDef] = &[
     resize::UPSAMPLING,
     resize::ADAPTIVE,
     resize::BILINEAR,
+    pooling_v1::POOLING_V1,
 ];

@@ -1,0 +1,82 @@
+//! MXNet's legacy vision layers: the spatial transformer's `GridGenerator`,
+//! `BilinearSampler` and `SpatialTransformer`, Fast R-CNN's `ROIPooling`, FlowNet's
+//! `Correlation`, and the fully convolutional networks' `Crop`.
+//!
+//! Why kernels, not compositions of array operators: each is a gather whose addresses
+//! depend on the data (sample positions, region bounds, displacements), which array
+//! operators express only through index tensors as large as the output. The kernels
+//! follow MXNet's CPU arithmetic (operation order, boundary rules, rounding of region
+//! corners), so values agree with MXNet 1.9.1 to rounding. Each gradient is its own
+//! table operator (`_backward_*`), one engine op.
+
+mod correlation;
+mod crop;
+mod roi;
+mod sampler;
+#[cfg(test)]
+mod tests;
+
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::opdef::OpDef;
+
+/// Positions in [`DEFS`] of the definitions the forwards push.
+const GRID_I: usize = 0;
+const GRID_BACKWARD_I: usize = 1;
+const SAMPLER_I: usize = 2;
+const SAMPLER_BACKWARD_I: usize = 3;
+const ROI_I: usize = 5;
+const ROI_BACKWARD_I: usize = 6;
+const CORR_I: usize = 7;
+const CORR_BACKWARD_I: usize = 8;
+
+/// The family's operators.
+pub static DEFS: &[OpDef] = &[
+    sampler::GRID,
+    sampler::GRID_BACKWARD,
+    sampler::SAMPLER,
+    sampler::SAMPLER_BACKWARD,
+    sampler::STN,
+    roi::ROI,
+    roi::ROI_BACKWARD,
+    correlation::CORR,
+    correlation::CORR_BACKWARD,
+    crop::CROP,
+];
+
+/// The kernels' dtypes (MXNet's real types but half precision).
+fn check_float(name: &str, dt: DType) -> Result<()> {
+    if matches!(dt, DType::F32 | DType::F64) {
+        Ok(())
+    } else {
+        Err(Error::dtype(name, format!("takes float32 or float64, got {dt}")))
+    }
+}
+
+/// Runs `$body` with `$T` the kernel's float type; another dtype is an op failure.
+macro_rules! float_kernel {
+    ($dt:expr, $T:ident, $body:expr) => {
+        match $dt {
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            d => {
+                return Err($crate::engine::OpFailure::new(
+                    $crate::engine::ErrorKind::Runtime,
+                    format!("vision kernels take float32/float64, got {d}"),
+                ))
+            }
+        }
+    };
+}
+use float_kernel;
+
+/// `v` in a kernel's float type.
+fn cast<T: num_traits::Float>(v: f64) -> T {
+    T::from(v).unwrap_or_else(T::nan)
+}
