@@ -74,10 +74,7 @@ MODULES = {
     }, 288),
     "mxnet.numpy.random": (True, {}, None),
     "mxnet.numpy.linalg": (True, {}, None),
-    "mxnet.numpy_extension": (False, {
-        n: "detection kernels (multibox) are not in ferromx yet (Rust)"
-        for n in ("multibox_detection", "multibox_prior", "multibox_target")},
-        57),
+    "mxnet.numpy_extension": (True, {}, None),
     "mxnet.optimizer": (False, {}, 10),
     "mxnet.metric": (False, {}, 15),
     "mxnet.gluon.loss": (False, {}, 14),

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 27] {
+fn families() -> [&'static [OpDef]; 28] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -37,6 +37,7 @@ fn families() -> [&'static [OpDef]; 27] {
         ops::add_n::DEFS,
         ops::vision::DEFS,
         ops::sparse_reg::DEFS,
+        ops::detect::DEFS,
         ops::DEFS,
     ]
 }

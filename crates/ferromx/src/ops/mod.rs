@@ -11,6 +11,7 @@ pub mod conv;
 pub mod creation;
 pub mod ctc;
 pub mod cumsum;
+pub mod detect;
 pub mod image;
 pub mod index;
 pub mod linalg;
