@@ -79,3 +79,23 @@ pub fn map2<A: Copy + Sync, B: Copy + Sync, R: Send>(
         }
     });
 }
+
+/// Calls `f(k, plane)` for each consecutive `plane`-long piece of `out` (the last may be
+/// shorter), in parallel when `out` holds at least `grain` elements. For kernels whose
+/// work splits by channel plane but scatters within one (a pooling backward), where
+/// [`chunked`]'s arbitrary cut points would split a plane between threads.
+pub fn planes<R: Send>(out: &mut [R], plane: usize, grain: usize, f: impl Fn(usize, &mut [R]) + Sync + Send) {
+    let plane = plane.max(1);
+    let n = out.len();
+    let threads = if n < grain.max(2) || n <= plane { 1 } else { rayon::current_num_threads().max(1) };
+    if threads == 1 {
+        dispatch(|| out.chunks_mut(plane).enumerate().for_each(|(k, p)| f(k, p)));
+        return;
+    }
+    let slots: Vec<Mutex<Option<&mut [R]>>> = out.chunks_mut(plane).map(|p| Mutex::new(Some(p))).collect();
+    fanout(slots.len(), threads - 1, &|k| {
+        if let Some(p) = slots[k].lock().take() {
+            dispatch(|| f(k, p));
+        }
+    });
+}

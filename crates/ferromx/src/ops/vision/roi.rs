@@ -14,7 +14,7 @@ use crate::ndarray::NDArray;
 use crate::opdef::{
     one, param, push_call, Aliases, Attrs, Grad, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef, ParamKind as K,
 };
-use crate::ops::par::chunked;
+use crate::ops::par::planes;
 use crate::shape::Shape;
 use crate::storage::Kernel;
 use num_traits::{Float, Zero};
@@ -212,51 +212,68 @@ fn bin_max<T: Float>(plane: &[T], w: usize, (h0, h1, w0, w1): (usize, usize, usi
     Some(best)
 }
 
-/// ints: N, C, H, W, R, pooled h, pooled w; nums: spatial_scale.
+/// Every region's bins as clamped cell ranges, `(batch, [bins])` per region; computed
+/// once per call.
+type Bins = Vec<(Option<usize>, Vec<(usize, usize, usize, usize)>)>;
+
+fn all_bins<T: Float>(rois: &[T], g: &Geom) -> Bins {
+    (0..g.r)
+        .map(|r| {
+            let q = region(&rois[r * 5..r * 5 + 5], g);
+            let b = (0..g.ph * g.pw).map(|p| bin(&q, p / g.pw, p % g.pw, g)).collect();
+            (q.batch, b)
+        })
+        .collect()
+}
+
+/// ints: N, C, H, W, R, pooled h, pooled w; nums: spatial_scale. One output plane
+/// (all channels of one region) per task.
 fn roi_kernel(call: &OpCall, k: &Kernel) -> std::result::Result<(), OpFailure> {
     let g = Geom::from_call(call);
     float_kernel!(k.in_dtype(0), T, {
         let (x, rois, out) = (k.input::<T>(0), k.input::<T>(1), k.output::<T>(0));
         let (bins, plane) = (g.ph * g.pw, g.h * g.w);
-        chunked(out, 1 << 10, |start, o| {
-            for (j, v) in o.iter_mut().enumerate() {
-                let idx = start + j;
-                let (r, c, p) = (idx / (g.c * bins), (idx / bins) % g.c, idx % bins);
-                let q = region(&rois[r * 5..r * 5 + 5], &g);
-                *v = q
-                    .batch
-                    .and_then(|b| {
-                        let pl = &x[(b * g.c + c) * plane..(b * g.c + c + 1) * plane];
-                        bin_max(pl, g.w, bin(&q, p / g.pw, p % g.pw, &g))
-                    })
-                    .map_or(T::zero(), |(m, _)| m);
+        let regions = all_bins(rois, &g);
+        planes(out, g.c * bins, 1 << 12, |r, o| {
+            let (batch, ref bs) = regions[r];
+            for (c, oc) in o.chunks_mut(bins).enumerate() {
+                for (v, &bb) in oc.iter_mut().zip(bs) {
+                    *v = batch
+                        .and_then(|b| bin_max(&x[(b * g.c + c) * plane..(b * g.c + c + 1) * plane], g.w, bb))
+                        .map_or(T::zero(), |(m, _)| m);
+                }
             }
         });
     });
     Ok(())
 }
 
-/// As [`roi_kernel`]; adds each output gradient to its bin's first maximum.
+/// As [`roi_kernel`]; adds each output gradient to its bin's first maximum. One input
+/// plane (image, channel) per task, so the scatter never crosses threads.
 fn roi_backward_kernel(call: &OpCall, k: &Kernel) -> std::result::Result<(), OpFailure> {
     let g = Geom::from_call(call);
     float_kernel!(k.in_dtype(1), T, {
         let (dy, x, rois, dx) = (k.input::<T>(0), k.input::<T>(1), k.input::<T>(2), k.output::<T>(0));
-        dx.fill(T::zero());
-        let (bins, plane) = (g.ph * g.pw, g.h * g.w);
-        for r in 0..g.r {
-            let q = region(&rois[r * 5..r * 5 + 5], &g);
-            let Some(b) = q.batch else { continue };
-            for c in 0..g.c {
-                let base = (b * g.c + c) * plane;
-                for p in 0..bins {
-                    if let Some((_, at)) = bin_max(&x[base..base + plane], g.w, bin(&q, p / g.pw, p % g.pw, &g)) {
+        let (nbins, plane) = (g.ph * g.pw, g.h * g.w);
+        let regions = all_bins(rois, &g);
+        planes(dx, plane, 1 << 12, |k, d| {
+            d.fill(T::zero());
+            let (b, c) = (k / g.c, k % g.c);
+            let xp = &x[k * plane..(k + 1) * plane];
+            for (r, (batch, bs)) in regions.iter().enumerate() {
+                if *batch != Some(b) {
+                    continue;
+                }
+                let go = &dy[(r * g.c + c) * nbins..(r * g.c + c + 1) * nbins];
+                for (&bb, &gv) in bs.iter().zip(go) {
+                    if let Some((_, at)) = bin_max(xp, g.w, bb) {
                         if at != usize::MAX {
-                            dx[base + at] += dy[(r * g.c + c) * bins + p];
+                            d[at] += gv;
                         }
                     }
                 }
             }
-        }
+        });
     });
     Ok(())
 }
