@@ -82,3 +82,21 @@ def test_bad_input_raises_naming_the_operator(call, words):
         call()
     for w in words:
         assert w in str(e.value), str(e.value)
+
+
+def test_bipartite_matching_topk_limits_the_matches():
+    """``topk`` caps the number of pairs (MXNet 1.9.1's kernel makes topk + 1; see
+    docs/for-mxnet-users.md)."""
+    s = nd.array([[0.9, 0.1, 0.2], [0.3, 0.8, 0.4], [0.5, 0.6, 0.7]])
+    rows, cols = nd.contrib.bipartite_matching(s, threshold=0.05, topk=2)
+    np.testing.assert_array_equal(rows.asnumpy(), [0, 1, -1])
+    np.testing.assert_array_equal(cols.asnumpy(), [0, 1, -1])
+    rows, _ = nd.contrib.bipartite_matching(s, threshold=0.05)
+    np.testing.assert_array_equal(rows.asnumpy(), [0, 1, 2])
+
+
+def test_box_iou_of_a_box_with_itself_is_one_and_disjoint_is_zero():
+    a = nd.array([[0, 0, 2, 2], [3, 3, 4, 4]])
+    np.testing.assert_allclose(nd.contrib.box_iou(a, a).asnumpy(), [[1, 0], [0, 1]])
+    with pytest.raises(mx.MXNetError, match="box_iou.*format"):
+        nd.contrib.box_iou(a, a, format="xywh")

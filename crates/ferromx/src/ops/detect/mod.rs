@@ -1,7 +1,8 @@
 //! SSD's box operators (MXNet's `contrib.MultiBoxPrior`, `MultiBoxTarget`,
 //! `MultiBoxDetection`, also `npx.multibox_*`): anchors for a feature map, training
 //! targets that match anchors to ground-truth boxes, and decoded detections after
-//! non-maximum suppression.
+//! non-maximum suppression; and GluonCV's `contrib.box_iou` and `contrib.bipartite_matching`
+//! (`boxes.rs`).
 //!
 //! Why kernels: matching and suppression are greedy, data-dependent loops over boxes,
 //! not array expressions. The kernels follow MXNet's CPU code step for step (the greedy
@@ -10,6 +11,7 @@
 //! None of the three is differentiable in MXNet (their gradients are zeros); the
 //! recorded backward gives zeros too, so they can sit inside a recorded network.
 
+mod boxes;
 mod cpu;
 #[cfg(test)]
 mod tests;
@@ -116,6 +118,8 @@ pub static DEFS: &[OpDef] = &[
         cpu: KernelSlot::Call(cpu::detection_kernel),
         ..OpDef::BASE
     },
+    boxes::BOX_IOU,
+    boxes::BIPARTITE,
 ];
 
 /// Records zero gradients for every input (MXNet's backward of these operators).
