@@ -284,6 +284,31 @@ impl Elem for bool {
     }
 }
 
+/// Runs `$body` with `$T` bound to `f32` or `f64`, for kernels that take only those two;
+/// any other dtype returns an [`OpFailure`](crate::engine::OpFailure) from the enclosing
+/// kernel, naming `$what` ("convolution kernels").
+#[macro_export]
+macro_rules! with_f32_f64 {
+    ($dt:expr, $T:ident, $what:expr, $body:expr) => {
+        match $dt {
+            $crate::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            d => {
+                return Err($crate::engine::OpFailure::new(
+                    $crate::engine::ErrorKind::Runtime,
+                    format!("{} take float32/float64, got {d}", $what),
+                ))
+            }
+        }
+    };
+}
+
 /// Runs `$body` with `$T` bound to the Rust type of `$dt`.
 #[macro_export]
 macro_rules! with_dtype {

@@ -5,10 +5,9 @@
 //! column buffer; with fewer samples than cores the gemm itself goes parallel.
 
 use super::{winograd, Geom};
-use crate::engine::{ErrorKind, OpFailure};
+use crate::engine::OpFailure;
 use crate::opdef::OpCall;
 use crate::storage::{dispatch, fanout, matmul, matmul_seq, GemmElem, Kernel};
-use crate::DType;
 use num_traits::Float;
 use parking_lot::Mutex;
 
@@ -17,24 +16,10 @@ pub(crate) trait ConvElem: GemmElem + Float + std::ops::AddAssign + Send + Sync 
 impl ConvElem for f32 {}
 impl ConvElem for f64 {}
 
+/// [`with_f32_f64`](crate::with_f32_f64) for the convolution kernels.
 macro_rules! with_conv_dtype {
     ($dt:expr, $T:ident, $body:expr) => {
-        match $dt {
-            DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            d => {
-                return Err(OpFailure::new(
-                    ErrorKind::Runtime,
-                    format!("convolution kernels take float32/float64, got {d}"),
-                ))
-            }
-        }
+        $crate::with_f32_f64!($dt, $T, "convolution kernels", $body)
     };
 }
 pub(crate) use with_conv_dtype;

@@ -8,7 +8,7 @@
 use super::cpu::{col2im, im2col, with_conv_dtype};
 use super::{fmt_dims, kernel_of, tuple, Geom};
 use crate::autograd::{needs_record, record};
-use crate::engine::{ErrorKind, OpFailure};
+use crate::engine::OpFailure;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{

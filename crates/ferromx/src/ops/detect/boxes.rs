@@ -76,7 +76,7 @@ pub(super) const BIPARTITE: OpDef = OpDef {
 };
 
 /// MXNet's real types (these kernels only compare and divide, so float16 is exact enough).
-fn check_float(name: &str, dt: DType) -> Result<()> {
+pub(super) fn check_float(name: &str, dt: DType) -> Result<()> {
     if matches!(dt, DType::F16 | DType::F32 | DType::F64) {
         Ok(())
     } else {
@@ -92,7 +92,7 @@ fn center(i: &Invocation<'_>) -> Result<bool> {
     }
 }
 
-fn zero_grads(name: &'static str, ins: &[&NDArray], out: NDArray) -> Result<Vec<NDArray>> {
+pub(super) fn zero_grads(name: &'static str, ins: &[&NDArray], out: NDArray) -> Result<Vec<NDArray>> {
     if needs_record(ins) {
         let keep: Vec<NDArray> = ins.iter().map(|x| (*x).clone()).collect();
         record(

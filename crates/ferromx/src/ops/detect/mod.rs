@@ -2,7 +2,7 @@
 //! `MultiBoxDetection`, also `npx.multibox_*`): anchors for a feature map, training
 //! targets that match anchors to ground-truth boxes, and decoded detections after
 //! non-maximum suppression; and GluonCV's `contrib.box_iou` and `contrib.bipartite_matching`
-//! (`boxes.rs`).
+//! (`boxes.rs`) and `contrib.box_encode`/`box_decode` (`codec.rs`).
 //!
 //! Why kernels: matching and suppression are greedy, data-dependent loops over boxes,
 //! not array expressions. The kernels follow MXNet's CPU code step for step (the greedy
@@ -12,6 +12,7 @@
 //! recorded backward gives zeros too, so they can sit inside a recorded network.
 
 mod boxes;
+mod codec;
 mod cpu;
 #[cfg(test)]
 mod tests;
@@ -120,6 +121,8 @@ pub static DEFS: &[OpDef] = &[
     },
     boxes::BOX_IOU,
     boxes::BIPARTITE,
+    codec::BOX_ENCODE,
+    codec::BOX_DECODE,
 ];
 
 /// Records zero gradients for every input (MXNet's backward of these operators).

@@ -5,12 +5,11 @@
 //! (with its moving-statistics update in the backward), and the variance recovered from
 //! the inverse standard deviation as `1/invstd² - eps`.
 
-use super::{batch_norm, bn_shapes, BnParams};
-use crate::error::{Error, Result};
+use super::{batch_norm, infer_with, BnParams};
+use crate::error::Result;
 use crate::ndarray::NDArray;
 use crate::opdef::{param, Attrs, Invocation, KernelSlot, Meta, OpDef, ParamKind as K};
 use crate::ops::{self, BinOp, UnaryOp};
-use crate::shape::Shape;
 
 /// `BatchNorm_v1`.
 pub(super) const BATCH_NORM_V1: OpDef = OpDef {
@@ -46,14 +45,7 @@ fn read(i: &Invocation<'_>) -> Result<BnParams> {
 }
 
 fn infer(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
-    let p = read(&Invocation::params(def, a))?;
-    if ins.len() < 5 {
-        return Err(Error::value(def.name, "needs data, gamma, beta, moving_mean and moving_var"));
-    }
-    let pd: Vec<&[usize]> = ins[1..5].iter().map(|m| m.shape.dims()).collect();
-    let (_, c, _) = bn_shapes(def.name, &p, ins[0].shape.dims(), &pd)?;
-    let stat = Meta { shape: Shape::new(&[c]), ..ins[1].clone() };
-    Ok(if p.output_mean_var { vec![ins[0].clone(), stat.clone(), stat] } else { vec![ins[0].clone()] })
+    infer_with(def, &read(&Invocation::params(def, a))?, ins)
 }
 
 fn forward(i: &Invocation<'_>) -> Result<Vec<NDArray>> {

@@ -3,12 +3,11 @@
 
 use super::BnDims;
 use crate::dtype::Elem;
-use crate::engine::{ErrorKind, OpFailure};
+use crate::engine::OpFailure;
 use crate::opdef::OpCall;
 use crate::ops::conv::cpu::{with_conv_dtype, ConvElem};
 use crate::ops::par::{chunked, PAR_MIN};
 use crate::storage::Kernel;
-use crate::DType;
 
 /// `Σ f(a[i], b[i])` over two equally long rows: 8 lanes of `T` per
 /// 4096-element block (vectorisable), the blocks added in f64.

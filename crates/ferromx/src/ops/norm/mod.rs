@@ -225,12 +225,16 @@ fn forward(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
 }
 
 fn infer(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
-    let p = BnParams::read(&Invocation::params(def, a))?;
+    infer_with(def, &BnParams::read(&Invocation::params(def, a))?, ins)
+}
+
+/// BatchNorm's (and BatchNorm_v1's) inference for parameters `p`.
+fn infer_with(def: &'static OpDef, p: &BnParams, ins: &[Meta]) -> Result<Vec<Meta>> {
     if ins.len() < 5 {
         return Err(Error::value(def.name, "needs data, gamma, beta, moving_mean and moving_var"));
     }
     let pd: Vec<&[usize]> = ins[1..5].iter().map(|m| m.shape.dims()).collect();
-    let (_, c, _) = bn_shapes(def.name, &p, ins[0].shape.dims(), &pd)?;
+    let (_, c, _) = bn_shapes(def.name, p, ins[0].shape.dims(), &pd)?;
     let stat = Meta { shape: Shape::new(&[c]), ..ins[1].clone() };
     Ok(if p.output_mean_var { vec![ins[0].clone(), stat.clone(), stat] } else { vec![ins[0].clone()] })
 }

@@ -2,11 +2,10 @@
 //! block of (sample, channel) planes per core.
 
 use super::{PoolGeom, PoolKind};
-use crate::engine::{ErrorKind, OpFailure};
+use crate::engine::OpFailure;
 use crate::opdef::OpCall;
 use crate::ops::conv::cpu::{with_conv_dtype, ConvElem};
 use crate::storage::{dispatch, fanout, Kernel};
-use crate::DType;
 use parking_lot::Mutex;
 
 /// Runs `f(first_plane, block)` over blocks of whole planes of `out`, split over cores when large.

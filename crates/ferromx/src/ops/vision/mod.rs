@@ -53,25 +53,10 @@ fn check_float(name: &str, dt: DType) -> Result<()> {
     }
 }
 
-/// Runs `$body` with `$T` the kernel's float type; another dtype is an op failure.
+/// [`with_f32_f64`](crate::with_f32_f64) for the vision kernels.
 macro_rules! float_kernel {
     ($dt:expr, $T:ident, $body:expr) => {
-        match $dt {
-            $crate::DType::F32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            d => {
-                return Err($crate::engine::OpFailure::new(
-                    $crate::engine::ErrorKind::Runtime,
-                    format!("vision kernels take float32/float64, got {d}"),
-                ))
-            }
-        }
+        $crate::with_f32_f64!($dt, $T, "vision kernels", $body)
     };
 }
 use float_kernel;
