@@ -1,7 +1,6 @@
 //! `contrib.box_iou` (pairwise intersection over union) and `contrib.bipartite_matching`
 //! (greedy one-to-one matching on a score matrix), GluonCV's box helpers.
 
-use crate::autograd::{needs_record, record};
 use crate::engine::{ErrorKind, OpFailure};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
@@ -32,7 +31,7 @@ pub(super) const BOX_IOU: OpDef = OpDef {
         if out.size() > 0 {
             push_call(OpCall::new(i.def, &[l, r], &[&out]).with_ints(&[i64::from(center(i)?)]))?;
         }
-        zero_grads(i.name(), &[l, r], out)
+        super::recorded(i, &[l, r], vec![out])
     },
     cpu: KernelSlot::Call(iou_kernel),
     ..OpDef::BASE
@@ -64,12 +63,7 @@ pub(super) const BIPARTITE: OpDef = OpDef {
                 OpCall::new(i.def, &[x], &[&outs[0], &outs[1]]).with_ints(&ints).with_nums(&[i.f64("threshold")?]),
             )?;
         }
-        if needs_record(&[x]) {
-            let xc = x.clone();
-            let orefs: Vec<&NDArray> = outs.iter().collect();
-            record(i.name(), &[x], &orefs, Box::new(move |_| Ok(vec![Some(crate::ops::zeros_like(&xc)?)])));
-        }
-        Ok(outs)
+        super::recorded(i, &[x], outs)
     },
     cpu: KernelSlot::Call(matching_kernel),
     ..OpDef::BASE
@@ -90,19 +84,6 @@ fn center(i: &Invocation<'_>) -> Result<bool> {
         "center" => Ok(true),
         f => Err(Error::value(i.name(), format!("format must be 'corner' or 'center', got '{f}'"))),
     }
-}
-
-pub(super) fn zero_grads(name: &'static str, ins: &[&NDArray], out: NDArray) -> Result<Vec<NDArray>> {
-    if needs_record(ins) {
-        let keep: Vec<NDArray> = ins.iter().map(|x| (*x).clone()).collect();
-        record(
-            name,
-            ins,
-            &[&out],
-            Box::new(move |_| keep.iter().map(|x| crate::ops::zeros_like(x).map(Some)).collect()),
-        );
-    }
-    Ok(vec![out])
 }
 
 fn infer_iou(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {

@@ -2,7 +2,8 @@
 //! (centre offsets over the anchor size and log size ratios, normalised by means and
 //! standard deviations), in MXNet's order of operations.
 
-use super::boxes::{check_float, zero_grads};
+use super::boxes::check_float;
+use super::recorded;
 use crate::engine::{ErrorKind, OpFailure};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
@@ -29,9 +30,7 @@ pub(super) const BOX_ENCODE: OpDef = OpDef {
         if outs[0].size() > 0 {
             push_call(OpCall::new(i.def, &ins, &[&outs[0], &outs[1]]))?;
         }
-        let mut r = zero_grads(i.name(), &ins, outs[0].clone())?;
-        r.push(outs[1].clone());
-        Ok(r)
+        recorded(i, &ins, outs)
     },
     cpu: KernelSlot::Call(encode_kernel),
     ..OpDef::BASE
@@ -65,7 +64,7 @@ pub(super) const BOX_DECODE: OpDef = OpDef {
         if out.size() > 0 {
             push_call(OpCall::new(i.def, &[x, a], &[&out]).with_nums(&nums))?;
         }
-        zero_grads(i.name(), &[x, a], out)
+        recorded(i, &[x, a], vec![out])
     },
     cpu: KernelSlot::Call(decode_kernel),
     ..OpDef::BASE

@@ -10,8 +10,7 @@ use num_traits::Float;
 
 type KResult = std::result::Result<(), OpFailure>;
 
-fn by_dtype(k: &Kernel, dt: DType, f32f: impl FnOnce() -> KResult, f64f: impl FnOnce() -> KResult) -> KResult {
-    let _ = k;
+fn by_dtype(dt: DType, f32f: impl FnOnce() -> KResult, f64f: impl FnOnce() -> KResult) -> KResult {
     match dt {
         DType::F32 => f32f(),
         DType::F64 => f64f(),
@@ -30,7 +29,7 @@ fn cast<T: Float>(v: f64) -> T {
 /// nums: clip, step y, step x, offset y, offset x, number of sizes, sizes..., ratios...;
 /// ints: H, W.
 pub(super) fn prior_kernel(call: &OpCall, k: &Kernel) -> KResult {
-    by_dtype(k, k.out_dtype(0), || prior::<f32>(call, k), || prior::<f64>(call, k))
+    by_dtype(k.out_dtype(0), || prior::<f32>(call, k), || prior::<f64>(call, k))
 }
 
 fn prior<T: Float + Elem>(call: &OpCall, k: &Kernel) -> KResult {
@@ -87,7 +86,7 @@ fn iou<T: Float>(a: &[T], b: &[T]) -> T {
 /// nums: overlap_threshold, ignore_label, negative_mining_ratio, negative_mining_thresh,
 /// variances (4).
 pub(super) fn target_kernel(call: &OpCall, k: &Kernel) -> KResult {
-    by_dtype(k, k.in_dtype(0), || target::<f32>(call, k), || target::<f64>(call, k))
+    by_dtype(k.in_dtype(0), || target::<f32>(call, k), || target::<f64>(call, k))
 }
 
 /// One batch image's matching state.
@@ -275,7 +274,7 @@ fn encode<T: Float>(a: &[T], g: &[T], v: &[f32; 4], dst: &mut [T]) {
 
 /// nums: clip, threshold, nms_threshold, force_suppress, nms_topk, variances (4).
 pub(super) fn detection_kernel(call: &OpCall, k: &Kernel) -> KResult {
-    by_dtype(k, k.in_dtype(0), || detection::<f32>(call, k), || detection::<f64>(call, k))
+    by_dtype(k.in_dtype(0), || detection::<f32>(call, k), || detection::<f64>(call, k))
 }
 
 fn detection<T: Float + Elem>(call: &OpCall, k: &Kernel) -> KResult {

@@ -49,7 +49,7 @@ pub static DEFS: &[OpDef] = &[
         forward: |i| {
             let x = i.x(0)?;
             let p = Prior::read(i, x.dims())?;
-            one_recorded(i, &[x], prior_call(i.def, x, &p)?)
+            recorded(i, &[x], vec![prior_call(i.def, x, &p)?])
         },
         cpu: KernelSlot::Call(cpu::prior_kernel),
         ..OpDef::BASE
@@ -126,7 +126,7 @@ pub static DEFS: &[OpDef] = &[
 ];
 
 /// Records zero gradients for every input (MXNet's backward of these operators).
-fn recorded(i: &Invocation<'_>, ins: &[&NDArray], outs: Vec<NDArray>) -> Result<Vec<NDArray>> {
+pub(super) fn recorded(i: &Invocation<'_>, ins: &[&NDArray], outs: Vec<NDArray>) -> Result<Vec<NDArray>> {
     if needs_record(ins) {
         let shapes: Vec<NDArray> = ins.iter().map(|x| (*x).clone()).collect();
         let orefs: Vec<&NDArray> = outs.iter().collect();
@@ -138,10 +138,6 @@ fn recorded(i: &Invocation<'_>, ins: &[&NDArray], outs: Vec<NDArray>) -> Result<
         );
     }
     Ok(outs)
-}
-
-fn one_recorded(i: &Invocation<'_>, ins: &[&NDArray], out: NDArray) -> Result<Vec<NDArray>> {
-    recorded(i, ins, vec![out])
 }
 
 fn check_float(name: &str, dt: DType) -> Result<()> {
