@@ -318,12 +318,36 @@ def invoke_np(
 def op_table() -> list[dict[str, Any]]:
     """The operator table: one dict per operator (name, nd/np/npx aliases, fluent, inputs,
     outputs, aux, params as (name, type, default, doc), doc, grad, mutates, infer, cpu, gpu,
-    scalar, example; binary operators also scalar_op and rscalar_op)."""
+    scalar, example, graph (a dict: inputs / visible / param_shapes, whether the operator
+    has that rule; input_shapes likewise; same_shape; named_outputs, total ('visible', a
+    count or 'rule'), json_name, json_aliases, input_init);
+    binary operators also scalar_op and rscalar_op)."""
 
 def op_infer(
     name: str, inputs: Sequence[tuple[Sequence[int], str]], ctx: str = "cpu(0)", **attrs: Any
 ) -> list[tuple[list[int], str]]:
     """Shape and dtype inference without data: output (shape, dtype name) per output."""
+
+def op_graph_inputs(name: str, **attrs: Any) -> list[str]:
+    """The inputs a graph node of the operator has for ``attrs`` (MXNet's
+    ``FListInputNames``), auxiliary states last."""
+
+def op_graph_outputs(name: str, **attrs: Any) -> tuple[int, int, list[str]]:
+    """A graph node's outputs for ``attrs``: how many it shows, how many it has in all
+    (hidden ones included) and MXNet's names of the visible ones."""
+
+def op_param_shapes(
+    name: str, data: Sequence[int] | None, **attrs: Any
+) -> list[tuple[str, list[int]]]:
+    """Parameter shapes of a graph node from its partial data shape (0: unknown dim)."""
+
+def op_input_shapes(
+    name: str,
+    inputs: Sequence[Sequence[int] | None],
+    outputs: Sequence[Sequence[int] | None],
+    **attrs: Any,
+) -> list[list[int] | None]:
+    """Input shapes of a graph node from its partial input and output shapes."""
 
 def array_from_buffer(
     obj: _Buffer, shape: Sequence[int], dtype: str, ctx: str, np: bool = False

@@ -2,7 +2,7 @@
 //! Python package generates its functions, docstrings and stubs from.
 
 use crate::convert::{parse_ctx, to_attrs, to_py_err};
-use ferromx::opdef::{self, Grad, KernelSlot, Meta, OpDef, ScalarForm};
+use ferromx::opdef::{self, Grad, GraphForm, KernelSlot, Meta, OpDef, ScalarForm};
 use ferromx::{DType, Shape};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -61,6 +61,22 @@ fn def_dict<'py>(py: Python<'py>, d: &OpDef) -> PyResult<Bound<'py, PyDict>> {
     o.set_item("cpu", slot(&d.cpu))?;
     o.set_item("gpu", slot(&d.gpu))?;
     scalar_form(py, d, &o)?;
+    let (g, gd) = (&d.graph, PyDict::new(py));
+    gd.set_item("inputs", g.inputs.is_some())?;
+    gd.set_item("visible", g.visible.is_some())?;
+    gd.set_item("named_outputs", g.named_outputs)?;
+    match g.total {
+        opdef::OutputCount::Visible => gd.set_item("total", "visible")?,
+        opdef::OutputCount::Fixed(n) => gd.set_item("total", n)?,
+        opdef::OutputCount::Rule(_) => gd.set_item("total", "rule")?,
+    }
+    gd.set_item("param_shapes", g.param_shapes.is_some())?;
+    gd.set_item("same_shape", g.same_shape)?;
+    gd.set_item("input_shapes", g.input_shapes.is_some())?;
+    gd.set_item("json_name", g.json_name)?;
+    gd.set_item("json_aliases", g.json_aliases.to_vec())?;
+    gd.set_item("input_init", g.input_init.iter().copied().collect::<std::collections::HashMap<_, _>>())?;
+    o.set_item("graph", gd)?;
     match &d.example {
         Some(e) => {
             o.set_item("example", (e.shapes.iter().map(|s| s.to_vec()).collect::<Vec<_>>(), e.attrs, e.range))?
@@ -97,4 +113,60 @@ pub fn op_infer(
     let a = to_attrs(attrs)?;
     let out = def.infer_meta(&a, &metas).map_err(to_py_err)?;
     Ok(out.into_iter().map(|m| (m.shape.dims().to_vec(), m.dtype.name().to_string())).collect())
+}
+
+fn def_of(name: &str) -> PyResult<&'static OpDef> {
+    opdef::find(name).ok_or_else(|| PyValueError::new_err(format!("{name}: no such operator")))
+}
+
+/// The inputs a graph node of operator `name` has for `attrs` (MXNet's
+/// `FListInputNames`), auxiliary states last.
+#[pyfunction]
+#[pyo3(signature = (name, **attrs))]
+pub fn op_graph_inputs(name: &str, attrs: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<&'static str>> {
+    GraphForm::input_names(def_of(name)?, &to_attrs(attrs)?).map_err(to_py_err)
+}
+
+/// A graph node's outputs for `attrs`: how many it shows, how many it has in all
+/// (hidden ones included), and MXNet's names of the visible ones.
+#[pyfunction]
+#[pyo3(signature = (name, **attrs))]
+pub fn op_graph_outputs(name: &str, attrs: Option<&Bound<'_, PyDict>>) -> PyResult<(usize, usize, Vec<String>)> {
+    let (d, a) = (def_of(name)?, to_attrs(attrs)?);
+    let visible = GraphForm::visible_outputs(d, &a).map_err(to_py_err)?;
+    let total = GraphForm::total_outputs(d, &a).map_err(to_py_err)?;
+    Ok((visible, total, GraphForm::output_names(d, &a).map_err(to_py_err)?))
+}
+
+/// Parameter shapes of a graph node of operator `name` from its (partial, 0 = unknown)
+/// data shape: `(input name, shape)` pairs.
+#[pyfunction]
+#[pyo3(signature = (name, data, **attrs))]
+pub fn op_param_shapes(
+    name: &str,
+    data: Option<Vec<usize>>,
+    attrs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<(&'static str, Vec<usize>)>> {
+    let data = data.map(|d| Shape::new(&d));
+    let out = GraphForm::param_shapes(def_of(name)?, &to_attrs(attrs)?, data.as_ref()).map_err(to_py_err)?;
+    Ok(out.into_iter().map(|(n, s)| (n, s.dims().to_vec())).collect())
+}
+
+/// Input shapes of a graph node of operator `name` from its partial input and output
+/// shapes (`None`: unknown; a 0 dim: unknown): one entry per input, `None` where the
+/// operator's rule says nothing.
+#[pyfunction]
+#[pyo3(signature = (name, inputs, outputs, **attrs))]
+pub fn op_input_shapes(
+    name: &str,
+    inputs: Vec<Option<Vec<usize>>>,
+    outputs: Vec<Option<Vec<usize>>>,
+    attrs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<Option<Vec<usize>>>> {
+    let conv = |v: Vec<Option<Vec<usize>>>| -> Vec<Option<Shape>> {
+        v.into_iter().map(|s| s.map(|d| Shape::new(&d))).collect()
+    };
+    let out =
+        GraphForm::input_shapes(def_of(name)?, &to_attrs(attrs)?, &conv(inputs), &conv(outputs)).map_err(to_py_err)?;
+    Ok(out.into_iter().map(|s| s.map(|s| s.dims().to_vec())).collect())
 }

@@ -117,3 +117,130 @@ fn fill_operators_are_where_their_functions_expect_them() {
     let z = ferromx::ops::ones_like(&x).unwrap();
     assert_eq!(z.to_vec::<i32>().unwrap(), [1, 1, 1]);
 }
+
+fn attrs(kv: &[(&str, opdef::Attr)]) -> Attrs {
+    Attrs(kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect())
+}
+
+fn def(name: &str) -> &'static opdef::OpDef {
+    opdef::find(name).unwrap_or_else(|| panic!("{name} is not in the table"))
+}
+
+/// Graph facts are the table's, consistent with the definitions they describe.
+#[test]
+fn graph_forms_are_consistent() {
+    use opdef::GraphForm;
+    for d in opdef::table() {
+        let g = &d.graph;
+        if g.named_outputs {
+            assert_eq!(d.outputs[0], "output", "{}: MXNet names a node's first output `output`", d.name);
+        }
+        if let opdef::OutputCount::Fixed(n) = g.total {
+            assert!(n > 1 && n >= d.outputs.len(), "{}: a fixed total counts every output", d.name);
+        }
+        // An operator with a bias and `no_bias` lists the bias only when it is used.
+        if d.inputs.contains(&"bias") && d.params.iter().any(|p| p.name == "no_bias") {
+            assert!(g.inputs.is_some(), "{} lists its bias under no_bias", d.name);
+            let a = attrs(&[("no_bias", opdef::Attr::Bool(true))]);
+            let names = GraphForm::input_names(d, &a).expect("inputs");
+            assert!(!names.contains(&"bias"), "{}: {names:?}", d.name);
+        }
+        // An operator with a `use_*` flag for an input lists it only when the flag is set.
+        for n in d.inputs {
+            if d.params.iter().any(|p| p.name == format!("use_{n}")) {
+                let names = GraphForm::input_names(d, &Attrs::default()).expect("inputs");
+                assert!(!names.contains(n), "{}: lists {n} with use_{n} off", d.name);
+            }
+        }
+        // Auxiliary states are always listed.
+        let names = GraphForm::input_names(d, &Attrs::default());
+        if let Ok(names) = names {
+            for a in d.aux {
+                assert!(names.contains(a), "{}: aux {a} not listed", d.name);
+            }
+        }
+    }
+}
+
+#[test]
+fn graph_inputs_and_outputs_follow_the_attributes() {
+    use opdef::{Attr, GraphForm};
+    let fc = def("FullyConnected");
+    assert_eq!(GraphForm::input_names(fc, &Attrs::default()).unwrap(), ["data", "weight", "bias"]);
+    let lr = def("LeakyReLU");
+    assert_eq!(GraphForm::input_names(lr, &Attrs::default()).unwrap(), ["data"]);
+    let prelu = attrs(&[("act_type", Attr::Str("prelu".into()))]);
+    assert_eq!(GraphForm::input_names(lr, &prelu).unwrap(), ["data", "gamma"]);
+    // Deconvolution's bias is off by default, as in MXNet
+    assert_eq!(GraphForm::input_names(def("Deconvolution"), &Attrs::default()).unwrap(), ["data", "weight"]);
+    let bn = def("BatchNorm");
+    assert_eq!(GraphForm::visible_outputs(bn, &Attrs::default()).unwrap(), 1);
+    assert_eq!(GraphForm::total_outputs(bn, &Attrs::default()).unwrap(), 3);
+    assert_eq!(GraphForm::output_names(bn, &Attrs::default()).unwrap(), ["output"]);
+    let mv = attrs(&[("output_mean_var", Attr::Bool(true))]);
+    assert_eq!(GraphForm::visible_outputs(bn, &mv).unwrap(), 3);
+    assert_eq!(bn.outputs, ["output", "mean", "var"]);
+    let rnn = def("RNN");
+    let so = |mode: &str| attrs(&[("state_outputs", Attr::Bool(true)), ("mode", Attr::Str(mode.into()))]);
+    assert_eq!(GraphForm::visible_outputs(rnn, &Attrs::default()).unwrap(), 1);
+    assert_eq!(GraphForm::visible_outputs(rnn, &so("lstm")).unwrap(), 3);
+    assert_eq!(GraphForm::visible_outputs(rnn, &so("gru")).unwrap(), 2);
+    assert_eq!(GraphForm::output_names(rnn, &so("lstm")).unwrap(), ["output", "state_output", "statecell_output"]);
+    let gru_len = attrs(&[("mode", Attr::Str("gru".into())), ("use_sequence_length", Attr::Bool(true))]);
+    assert_eq!(GraphForm::input_names(rnn, &gru_len).unwrap(), ["data", "parameters", "state", "sequence_length"]);
+    // MXNet 1.9.1 (recorded): topk's node has 2 outputs for 'value' and 'both', 1 for
+    // 'indices' and 'mask'; with 2 in all its outputs are numbered, even one visible
+    let topk = def("topk");
+    let rt = |r: &str| attrs(&[("ret_typ", Attr::Str(r.into()))]);
+    for (r, total, names) in [
+        ("indices", 1, vec!["output"]),
+        ("mask", 1, vec!["output"]),
+        ("value", 2, vec!["output0"]),
+        ("both", 2, vec!["output0", "output1"]),
+    ] {
+        assert_eq!(GraphForm::total_outputs(topk, &rt(r)).unwrap(), total, "{r}");
+        assert_eq!(GraphForm::output_names(topk, &rt(r)).unwrap(), names, "{r}");
+    }
+    // max pooling's oneDNN workspace (1-d to 3-d); none for avg, sum or lp pooling
+    let pool = def("Pooling");
+    let pa = |t: &str, k: Vec<i64>| attrs(&[("pool_type", Attr::Str(t.into())), ("kernel", Attr::Ints(k))]);
+    assert_eq!(GraphForm::total_outputs(pool, &pa("max", vec![2, 2])).unwrap(), 2);
+    assert_eq!(GraphForm::total_outputs(pool, &pa("max", vec![2, 2, 2])).unwrap(), 2);
+    assert_eq!(GraphForm::total_outputs(pool, &pa("avg", vec![2, 2])).unwrap(), 1);
+    assert_eq!(GraphForm::total_outputs(pool, &pa("max", vec![2])).unwrap(), 2);
+    assert_eq!(GraphForm::total_outputs(pool, &pa("lp", vec![2, 2])).unwrap(), 1);
+    assert_eq!(GraphForm::output_names(pool, &pa("max", vec![2, 2])).unwrap(), ["output"]);
+}
+
+#[test]
+fn parameter_shapes_follow_the_data_shape() {
+    use opdef::{Attr, GraphForm};
+    let shapes = |name: &str, a: &Attrs, data: &[usize]| -> Vec<(&'static str, Vec<usize>)> {
+        let out = GraphForm::param_shapes(def(name), a, Some(&Shape::new(data))).unwrap();
+        out.into_iter().map(|(n, s)| (n, s.dims().to_vec())).collect()
+    };
+    let fc = attrs(&[("num_hidden", Attr::Int(4))]);
+    assert_eq!(shapes("FullyConnected", &fc, &[2, 3, 5]), [("weight", vec![4, 15]), ("bias", vec![4])]);
+    let fc_nf = attrs(&[("num_hidden", Attr::Int(4)), ("flatten", Attr::Bool(false))]);
+    assert_eq!(shapes("FullyConnected", &fc_nf, &[2, 3, 5])[0], ("weight", vec![4, 5]));
+    let conv = |layout: &str| {
+        attrs(&[
+            ("kernel", Attr::Ints(vec![3, 2])),
+            ("num_filter", Attr::Int(8)),
+            ("num_group", Attr::Int(2)),
+            ("layout", Attr::Str(layout.into())),
+        ])
+    };
+    assert_eq!(shapes("Convolution", &conv("NCHW"), &[1, 6, 9, 9])[0], ("weight", vec![8, 3, 3, 2]));
+    // channel-last data has a channel-last weight (what the kernel checks)
+    assert_eq!(shapes("Convolution", &conv("NHWC"), &[1, 9, 9, 6])[0], ("weight", vec![8, 3, 2, 3]));
+    assert_eq!(shapes("Deconvolution", &conv("NCHW"), &[1, 6, 9, 9])[0], ("weight", vec![6, 4, 3, 2]));
+    let bn = attrs(&[("axis", Attr::Int(-1))]);
+    assert!(shapes("BatchNorm", &bn, &[2, 3, 7]).iter().all(|(_, s)| s == &[7]));
+    assert_eq!(shapes("BatchNorm", &bn, &[2, 3, 7]).len(), 4);
+    let gn = attrs(&[("num_groups", Attr::Int(2))]);
+    assert_eq!(shapes("GroupNorm", &gn, &[2, 4, 3]), [("gamma", vec![2]), ("beta", vec![2])]);
+    // an unknown channel stays unknown (0), for the graph to learn later
+    assert_eq!(shapes("InstanceNorm", &Attrs::default(), &[2, 0, 3])[0], ("gamma", vec![0]));
+    assert!(GraphForm::param_shapes(def("exp"), &Attrs::default(), None).unwrap().is_empty());
+}

@@ -386,3 +386,27 @@ fn random_seed_reproducibility() {
     let mean: f64 = n1.iter().sum::<f64>() / 64.;
     assert!((mean - 1.).abs() < 0.3, "normal mean {mean}");
 }
+
+#[test]
+fn plane_transposes_are_recognised_and_tiled_exactly() {
+    use ferromx::shape::{as_plane_transpose, transpose_rows};
+    assert_eq!(as_plane_transpose(&[3, 4], &[1, 0]), Some((1, 3, 4)));
+    assert_eq!(as_plane_transpose(&[2, 3, 4, 5], &[0, 2, 3, 1]), Some((2, 3, 20)));
+    assert_eq!(as_plane_transpose(&[2, 3, 4, 5], &[0, 3, 1, 2]), Some((2, 12, 5)));
+    assert_eq!(as_plane_transpose(&[2, 3, 4], &[0, 1, 2]), None);
+    assert_eq!(as_plane_transpose(&[2, 3, 4, 5], &[1, 0, 3, 2]), None);
+    // a ragged batch of planes, written in pieces that straddle planes
+    let (b, r, c) = (3, 19, 21);
+    let src: Vec<u32> = (0..(b * r * c) as u32).collect();
+    let mut dst = vec![0u32; b * r * c];
+    for (k, piece) in dst.chunks_mut(5 * r).enumerate() {
+        transpose_rows(&src, r, c, 5 * k, piece);
+    }
+    for p in 0..b {
+        for i in 0..r {
+            for j in 0..c {
+                assert_eq!(dst[p * r * c + j * r + i], src[p * r * c + i * c + j]);
+            }
+        }
+    }
+}

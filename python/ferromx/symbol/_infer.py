@@ -1,12 +1,14 @@
 """Shape and dtype inference over a symbol's graph.
 
-Forward, node by node: an operator's output shapes come from a rule here (layers whose
-output follows from a formula), else from the native table's inference on metadata
-(``_native.op_infer``), else from running the operator once on zero arrays of the input
-shapes (exact, since it is the same kernel; used for operators that have no inference
-yet). Before that, a *parameter rule* fills in the shapes of an operator's parameters from
-its data shape and attributes, as MXNet does (``FullyConnected``'s weight is
-``(num_hidden, in_units)``, ``Convolution``'s ``(num_filter, C/num_group, *kernel)`` ...).
+Forward, node by node: an operator's output shapes come from the native table's
+inference on metadata (``_native.op_infer``), else from running the operator once on zero
+arrays of the input shapes (exact, since it is the same kernel; for an operator without
+inference). Partial shapes (0 dims unknown) go through the same inference twice, with the
+unknown dims at two sizes. Backward, the table's input-shape rule (``input_shapes``) and
+its same-shape flag carry output shapes to inputs. Before the forward step, the table's
+*parameter rule* fills in the shapes of an operator's parameters from its data shape and
+attributes, as MXNet does (``FullyConnected``'s weight is ``(num_hidden, in_units)``,
+``Convolution``'s ``(num_filter, C/num_group, *kernel)`` ...: ``_spec.param_shapes``).
 A 0 dimension is unknown (MXNet 1.x convention); ``None`` an unknown shape.
 """
 
@@ -22,176 +24,6 @@ from . import _spec
 
 def _known(shape):
     return shape is not None and all(d > 0 for d in shape)
-
-
-def _tuple(attrs, key, default=()):
-    v = attrs.get(key)
-    if v is None or v == "None":
-        return tuple(default)
-    v = _spec._literal(v)
-    return tuple(v) if isinstance(v, (list, tuple)) else (int(v),)
-
-
-def _int(attrs, key, default=0):
-    v = attrs.get(key)
-    return default if v is None or v == "None" else int(float(v))
-
-
-def _bool(attrs, key, default=False):
-    v = attrs.get(key)
-    return default if v is None else _spec._truthy(v)
-
-
-# ----------------------------------------------------------------------------- parameters
-
-
-def _fc_params(a, s):
-    data = s[0]
-    if data is None:
-        return {}
-    units = _int(a, "num_hidden")
-    flat = _bool(a, "flatten", True)
-    in_units = math.prod(data[1:]) if flat else data[-1]
-    return {"weight": (units, in_units), "bias": (units,)}
-
-
-def _conv_params(a, s, deconv=False):
-    data = s[0]
-    if data is None:
-        return {}
-    kernel = _tuple(a, "kernel")
-    nf, ng = _int(a, "num_filter"), _int(a, "num_group", 1)
-    layout = a.get("layout", "None").strip("'\"")
-    c = data[-1] if layout in ("NHWC", "NWC", "NDHWC") else data[1]
-    w = (c, nf // ng) + kernel if deconv else (nf, c // ng) + kernel
-    return {"weight": w, "bias": (nf,)}
-
-
-def _channel_params(names):
-    def rule(a, s):
-        data = s[0]
-        if data is None:
-            return {}
-        axis = _int(a, "axis", 1)
-        c = data[axis % len(data)]
-        return dict.fromkeys(names, (c,))
-    return rule
-
-
-def _layernorm_params(a, s):
-    data = s[0]
-    if data is None:
-        return {}
-    c = data[_int(a, "axis", -1) % len(data)]
-    return {"gamma": (c,), "beta": (c,)}
-
-
-def _embedding_params(a, s):
-    return {"weight": (_int(a, "input_dim"), _int(a, "output_dim"))}
-
-
-def _prelu_params(a, s):
-    data = s[0]
-    if data is None or len(data) < 2:
-        return {}
-    return {"gamma": (data[1],)}
-
-
-PARAM_RULES = {
-    "FullyConnected": _fc_params,
-    "Convolution": _conv_params,
-    "Deconvolution": lambda a, s: _conv_params(a, s, deconv=True),
-    "BatchNorm": _channel_params(["gamma", "beta", "moving_mean", "moving_var"]),
-    "BatchNorm_v1": _channel_params(["gamma", "beta", "moving_mean", "moving_var"]),
-    "IdentityAttachKLSparseReg": lambda a, s: {} if s[0] is None else {"moving_avg": (s[0][1],)},
-    "InstanceNorm": _channel_params(["gamma", "beta"]),
-    "LayerNorm": _layernorm_params,
-    "Embedding": _embedding_params,
-    "LeakyReLU": _prelu_params,
-}
-
-# ----------------------------------------------------------------------------- forward rules
-
-
-def _same(a, s):
-    return [s[0]]
-
-
-def _fc_out(a, s):
-    data = s[0]
-    units = _int(a, "num_hidden")
-    if _bool(a, "flatten", True):
-        return [(data[0], units)]
-    return [tuple(data[:-1]) + (units,)]
-
-
-def _conv_out(a, s, deconv=False):
-    data = s[0]
-    kernel = _tuple(a, "kernel")
-    nd_ = len(kernel)
-    stride = _tuple(a, "stride", (1,) * nd_) or (1,) * nd_
-    dilate = _tuple(a, "dilate", (1,) * nd_) or (1,) * nd_
-    pad = _tuple(a, "pad", (0,) * nd_) or (0,) * nd_
-    adj = _tuple(a, "adj", (0,) * nd_) or (0,) * nd_
-    nf = _int(a, "num_filter")
-    spatial = []
-    for i in range(nd_):
-        x = data[2 + i]
-        ek = dilate[i] * (kernel[i] - 1) + 1
-        if x == 0:
-            spatial.append(0)
-        elif deconv:
-            spatial.append(stride[i] * (x - 1) + ek - 2 * pad[i] + adj[i])
-        else:
-            spatial.append((x + 2 * pad[i] - ek) // stride[i] + 1)
-    return [(data[0], nf) + tuple(spatial)]
-
-
-def _pool_out(a, s):
-    data = s[0]
-    n = len(data) - 2
-    if _bool(a, "global_pool"):
-        return [tuple(data[:2]) + (1,) * n]
-    kernel = _tuple(a, "kernel")
-    stride = _tuple(a, "stride", (1,) * n) or (1,) * n
-    pad = _tuple(a, "pad", (0,) * n) or (0,) * n
-    full = a.get("pooling_convention", "valid").strip("'\"") == "full"
-    spatial = []
-    for i in range(n):
-        if not data[2 + i]:
-            spatial.append(0)
-            continue
-        x = data[2 + i] + 2 * pad[i] - kernel[i]
-        spatial.append((-(-x // stride[i]) if full else x // stride[i]) + 1)
-    return [tuple(data[:2]) + tuple(spatial)]
-
-
-def _embedding_out(a, s):
-    return [tuple(s[0]) + (_int(a, "output_dim"),)]
-
-
-def _bn_out(a, s):
-    c = (s[0][_int(a, "axis", 1) % len(s[0])],)
-    return [s[0], c, c]
-
-
-FORWARD_RULES = {
-    "FullyConnected": _fc_out,
-    "Convolution": _conv_out,
-    "Deconvolution": lambda a, s: _conv_out(a, s, deconv=True),
-    "Pooling": _pool_out,
-    "Activation": _same,
-    "LeakyReLU": _same,
-    "softmax": _same,
-    "log_softmax": _same,
-    "Dropout": _same,
-    "LayerNorm": _same,
-    "InstanceNorm": _same,
-    "BatchNorm": _bn_out,
-    "BatchNorm_v1": _bn_out,
-    "Embedding": _embedding_out,
-    "clip": _same,
-}
 
 
 def _eager(op, attrs, shapes, dtypes):
@@ -211,8 +43,6 @@ def op_shapes(node, shapes, dtypes):
     op, attrs = node.op, node.attrs
     n = node.num_outputs()
     try:
-        if op in FORWARD_RULES:
-            return list(FORWARD_RULES[op](attrs, shapes))[:n]
         d = _spec.BY_NAME[op]
         if d["infer"]:
             metas = [(list(s), np.dtype(t).name) for s, t in zip(shapes, dtypes)]
@@ -276,18 +106,8 @@ def _elemwise(node):
     return node.json_op.startswith("elemwise_") and len(node.inputs) == 2
 
 
-# Operators whose first output has the first input's shape (both ways, partial shapes too).
-_SAME_SHAPE = {"Activation", "softmax", "log_softmax", "Dropout", "clip", "cast", "_copy",
-               "LayerNorm", "BatchNorm", "BatchNorm_v1", "InstanceNorm", "zeros_like", "ones_like",
-               "full_like", "sort"}
-
-
 def _same_shape(node):
-    if node.op == "LeakyReLU":
-        return True
-    d = _spec.BY_NAME[node.op]
-    return node.op in _SAME_SHAPE or (d.get("scalar") is not None and d["scalar"][0] in
-                                      ("unary", "scalar"))
+    return _spec.same_shape(node.op)
 
 
 def _unify(a, b, what):
@@ -327,14 +147,28 @@ _SENTINELS = ((9973, 9967), (2, 3))
 _NEEDS_KNOWN = {"where"}
 
 
+def _fill(shape, v):
+    return tuple(d or v for d in shape)
+
+
 def _partial_forward(node, ins, dts):
     """Output shapes from partial input shapes: infer twice with unknown dims set to two
-    different sizes; dims that agree are known, the others unknown."""
-    eager = not _spec.BY_NAME[node.op]["infer"] and node.op not in FORWARD_RULES
+    different sizes; dims that agree are known, the others unknown. An unknown parameter
+    shape is taken each time from the table's parameter rule on the filled data shape (a
+    FullyConnected's output is known from its data's batch alone)."""
+    eager = not _spec.BY_NAME[node.op]["infer"]
     pair = _SENTINELS[1] if eager else _SENTINELS[0]
     runs = []
     for v in pair:
-        filled = [tuple(d or v for d in s) for s in ins]
+        filled = [None if s is None else _fill(s, v) for s in ins]
+        if any(s is None for s in filled):
+            params = _spec.param_shapes(node.op, node.attrs, filled[0])
+            for pos, s in enumerate(filled):
+                name = node.in_names[pos] if pos < len(node.in_names) else None
+                if s is None and name in params:
+                    filled[pos] = _fill(params[name], v)
+            if any(s is None for s in filled):
+                return None
         if eager and any(math.prod(s) > 1 << 22 for s in filled):
             return None
         try:
@@ -351,11 +185,10 @@ def _partial_forward(node, ins, dts):
 
 
 def _param_rules(node, shapes):
-    rule = PARAM_RULES.get(node.op)
-    if rule is None or not node.inputs:
+    if not node.inputs:
         return
-    ins = [shapes.get((id(n), i)) for n, i in node.inputs]
-    for k, shp in rule(node.attrs, ins).items():
+    data = shapes.get((id(node.inputs[0][0]), node.inputs[0][1]))
+    for k, shp in _spec.param_shapes(node.op, node.attrs, data).items():
         if k in node.in_names and node.in_names.index(k) < len(node.inputs):
             src, idx = node.inputs[node.in_names.index(k)]
             if src.op is None and all(d > 0 for d in shp):
@@ -373,15 +206,15 @@ def _forward(node, shapes, dtype_of):
     if node.inputs and _same_shape(node):
         shapes.set(out0, shapes.get(entries[0]), node.name)
     ins = [shapes.get(e) for e in entries]
-    if any(s is None for s in ins):
+    if not ins or ins[0] is None:
+        return
+    if any(s is None for s in ins) and not _spec.BY_NAME[node.op]["graph"]["param_shapes"]:
         return
     dts = [(dtype_of or {}).get(e, np.float32) for e in entries]
-    if all(_known(s) for s in ins):
+    if all(s is not None and _known(s) for s in ins):
         outs = op_shapes(node, ins, dts)
     elif node.op in _NEEDS_KNOWN:
         return
-    elif node.op in FORWARD_RULES:
-        outs = list(FORWARD_RULES[node.op](node.attrs, ins))[:node.num_outputs()]
     else:
         outs = _partial_forward(node, ins, dts) or []
     for i, s in enumerate(outs):
@@ -391,7 +224,7 @@ def _forward(node, shapes, dtype_of):
 def _backward(node, shapes):
     entries = [(id(n), i) for n, i in node.inputs]
     outs = [shapes.get((id(node), i)) for i in range(node.num_outputs())]
-    if node.op == "split":  # every output has the same shape
+    if _spec.BY_NAME[node.op]["outputs"][0].startswith("*"):  # split: equal outputs
         merged = None
         for o in outs:
             merged = _unify(merged, o, node.name)
@@ -405,68 +238,14 @@ def _backward(node, shapes):
         if _elemwise(node):
             shapes.set(entries[1], outs[0], node.name)
         return
-    rule = BACKWARD_RULES.get(node.op)
-    if rule is not None:
-        ins = [shapes.get(e) for e in entries]
-        for pos, s in rule(node.attrs, ins, outs).items():
+    ins = [shapes.get(e) for e in entries]
+    try:
+        inferred = _spec.input_shapes(node.op, node.attrs, ins, outs)
+    except (MXNetError, ValueError, TypeError):
+        return  # bad attributes: the forward inference names them
+    for pos, s in enumerate(inferred):
+        if s is not None:
             shapes.set(entries[pos], s, node.name)
-
-
-def _fc_back(a, ins, outs):
-    data, out = ins[0], outs[0]
-    if _bool(a, "flatten", True):
-        if data is None:
-            return {}
-        return {0: (out[0],) + tuple(data[1:])}
-    return {0: tuple(out[:-1]) + ((data or (0,) * len(out))[-1],)}
-
-
-def _conv_back(a, ins, outs):
-    out = outs[0]
-    kernel = _tuple(a, "kernel")
-    n = len(kernel)
-    stride = _tuple(a, "stride", (1,) * n) or (1,) * n
-    dilate = _tuple(a, "dilate", (1,) * n) or (1,) * n
-    pad = _tuple(a, "pad", (0,) * n) or (0,) * n
-    c = ins[0][1] if ins[0] is not None and len(ins[0]) > 1 else 0
-    # With a stride above 1 several input sizes give the same output: leave it unknown.
-    spatial = tuple((o - 1) * stride[i] + dilate[i] * (kernel[i] - 1) + 1 - 2 * pad[i]
-                    if o and stride[i] == 1 else 0
-                    for i, o in enumerate(out[2:]))
-    return {0: (out[0], c) + spatial}
-
-
-def _split_back(a, ins, outs):
-    out = outs[0]
-    k = _int(a, "num_outputs", 1)
-    axis = _int(a, "axis", 1)
-    if _bool(a, "squeeze_axis"):
-        ax = axis % (len(out) + 1)
-        return {0: tuple(out[:ax]) + (k,) + tuple(out[ax:])}
-    ax = axis % len(out)
-    return {0: tuple(out[:ax]) + (out[ax] * k,) + tuple(out[ax + 1:])}
-
-
-def _concat_back(a, ins, outs):
-    out = outs[0]
-    axis = _int(a, "dim", 1) % len(out)
-    res = {}
-    unknown = [i for i, s in enumerate(ins) if s is None or not s[axis]]
-    for i, s in enumerate(ins):
-        known_axis = s[axis] if s is not None else 0
-        res[i] = tuple(known_axis if j == axis else d for j, d in enumerate(out))
-    if len(unknown) == 1 and out[axis]:
-        rest = sum(s[axis] for i, s in enumerate(ins) if i != unknown[0])
-        res[unknown[0]] = tuple(out[axis] - rest if j == axis else d for j, d in enumerate(out))
-    return res
-
-
-BACKWARD_RULES = {
-    "FullyConnected": _fc_back,
-    "Convolution": _conv_back,
-    "split": _split_back,
-    "concat": _concat_back,
-}
 
 
 def shape_pass(sym, given, dtype_of=None):

@@ -1,87 +1,38 @@
 """What the symbol layer needs to know about each operator, read from the native operator
 table: input names (which inputs are present for given attributes), auxiliary states,
 visible and total output counts, output names, and string <-> typed attribute conversion.
+The per-operator facts (a bias absent under ``no_bias``, BatchNorm's named and hidden
+outputs, a weight's shape from the data's) are the table's ``graph`` entry and its
+``op_graph_inputs`` / ``op_graph_outputs`` / ``op_param_shapes`` functions; this module
+holds only MXNet's graph-JSON spellings.
 
 Graph attributes are strings, as in MXNet's graph JSON (``{"num_hidden": "4"}``); they are
 parsed to typed values by the parameter's kind when a graph is executed or inferred.
 """
 
 import ast
+import functools
 
-from .. import _op_gen
-from ..base import MXNetValueError
+from .. import _native, _op_gen
+from ..base import MXNetError, MXNetValueError
 
 TABLE = _op_gen.TABLE
 BY_NAME = dict(_op_gen.BY_NAME)
-
-
-def _fallback(inputs, aux=(), no_bias="False"):
-    return {"inputs": list(inputs), "aux": list(aux), "outputs": ["output"], "nd": [],
-            "params": [("no_bias", "bool", no_bias, "")] if "bias" in inputs else [],
-            "infer": False, "fallback": True}
-
-
-# MXNet layers whose graphs ferromx can load and shape-infer before its table has them
-# (executing such a graph is an error naming the operator); the table's entry wins.
-FALLBACK = {
-    "Convolution": _fallback(["data", "weight", "bias"]),
-    "Deconvolution": _fallback(["data", "weight", "bias"], no_bias="True"),
-    "BatchNorm": _fallback(["data", "gamma", "beta", "moving_mean", "moving_var"],
-                           ["moving_mean", "moving_var"]),
-    "Pooling": _fallback(["data"]),
-    "InstanceNorm": _fallback(["data", "gamma", "beta"]),
-}
-for _k, _v in FALLBACK.items():
-    BY_NAME.setdefault(_k, dict(_v, name=_k))
-# every name an operator is known by in graph JSON (own name, nd aliases): MXNet writes
-# "Reshape", "Concat", "elemwise_add" ... where ferromx's table names are the lower forms.
+# every name an operator is known by in graph JSON: its own, its nd aliases, MXNet's
+# spelling and the legacy names (the table's graph entry: "Reshape", "_Plus", ...).
 RESOLVE = {}
 for _d in TABLE:
     RESOLVE[_d["name"]] = _d["name"]
 for _d in TABLE:
-    for _a in _d["nd"]:
+    for _a in _d["nd"] + _d["graph"]["json_aliases"] + [_d["graph"]["json_name"] or _d["name"]]:
         RESOLVE.setdefault(_a, _d["name"])
-# MXNet graph op names that are other spellings of a ferromx operator.
-RESOLVE.update({k: v for k, v in {
-    "_plus": "broadcast_add", "_Plus": "broadcast_add", "_minus": "broadcast_sub",
-    "_Minus": "broadcast_sub", "_mul": "broadcast_mul", "_Mul": "broadcast_mul",
-    "_div": "broadcast_div", "_Div": "broadcast_div", "_mod": "broadcast_mod",
-    "_power": "broadcast_power", "_Power": "broadcast_power", "_maximum": "broadcast_maximum",
-    "_minimum": "broadcast_minimum", "_hypot": "broadcast_hypot", "_equal": "broadcast_equal",
-    "_not_equal": "broadcast_not_equal", "_greater": "broadcast_greater",
-    "_greater_equal": "broadcast_greater_equal", "_lesser": "broadcast_lesser",
-    "_lesser_equal": "broadcast_lesser_equal", "_PlusScalar": "_plus_scalar",
-    "_MinusScalar": "_minus_scalar", "_RMinusScalar": "_rminus_scalar",
-    "_MulScalar": "_mul_scalar", "_DivScalar": "_div_scalar", "_RDivScalar": "_rdiv_scalar",
-    "_PowerScalar": "_power_scalar", "_RPowerScalar": "_rpower_scalar",
-    "_ModScalar": "_mod_scalar", "_RModScalar": "_rmod_scalar", "identity": "_copy",
-    "_copy": "_copy", "zeros_like": "zeros_like", "ones_like": "ones_like",
-}.items() if v in BY_NAME})
-for _k in FALLBACK:
-    RESOLVE.setdefault(_k, _k)
 
 # MXNet's own spelling of operators ferromx's table names differently (written to JSON).
-MXNET_NAMES = {k: v for k, v in {
-    "reshape": "Reshape", "flatten": "Flatten", "concat": "Concat", "split": "SliceChannel",
-    "cast": "Cast", "swapaxes": "SwapAxis", "linalg_gemm2": "_linalg_gemm2",
-}.items() if k in BY_NAME}
+MXNET_NAMES = {_d["name"]: _d["graph"]["json_name"] for _d in TABLE if _d["graph"]["json_name"]}
 
 # Attributes MXNet records that do not change the computation on ferromx (cuDNN choices,
 # workspace size, the variadic input count): accepted and ignored at execution.
 IGNORED_ATTRS = {"cudnn_off", "cudnn_tune", "workspace", "num_args", "is_int"}
-
-# Named outputs (MXNet's FListOutputNames) where they differ from output0, output1, ...
-_OUTPUT_NAMES = {"BatchNorm": ["output", "mean", "var"], "BatchNorm_v1": ["output", "mean", "var"],
-                 "LayerNorm": ["output", "mean", "std"]}
-# Outputs an operator has in the graph beyond the visible ones (node_row_ptr counts them).
-_TOTAL_OUTPUTS = {"BatchNorm": 3, "BatchNorm_v1": 3, "Dropout": 2, "LayerNorm": 3, "InstanceNorm": 3, "Pooling": 2,
-                  "GridGenerator": 2, "BilinearSampler": 2, "SpatialTransformer": 3, "ROIPooling": 2,
-                  "Correlation": 3}
-# Initializers MXNet gives auto-created auxiliary states.
-AUX_INIT = {"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'}
-# Initializers an operator gives a variable bound to one of its inputs when the variable has
-# none (MXNet's ``FSetInputVarAttrOnCompose``): PReLU's slope starts at 0.25.
-INPUT_INIT = {("LeakyReLU", "gamma"): '["Constant", {"value": 0.25}]'}
 
 
 def resolve(op):
@@ -100,7 +51,24 @@ def params(op):
 
 def is_available(op):
     """Whether ferromx can run operator ``op`` (not only load it)."""
-    return not BY_NAME[op].get("fallback", False)
+    return op in BY_NAME
+
+
+def _graph(op):
+    """The table's graph entry (see ``_native.op_table``)."""
+    return BY_NAME[op]["graph"]
+
+
+def input_init(op, in_name):
+    """The initializer (JSON) an operator gives an input variable that has none (MXNet's
+    ``FSetInputVarAttrOnCompose``: BatchNorm's moving statistics, PReLU's slope)."""
+    return _graph(op)["input_init"].get(in_name)
+
+
+def _typed(op, attrs):
+    from ..context import _ctx_str
+
+    return typed_attrs(op, attrs, _ctx_str)
 
 
 def is_variadic(op):
@@ -113,33 +81,25 @@ def _truthy(v):
     return str(v).strip().lower() in ("true", "1")
 
 
-# inputs an operator takes only when a flag attribute says so (as MXNet's ListArguments)
-_OPTIONAL_BY_FLAG = {"sequence_length": "use_sequence_length", "data_lengths": "use_data_lengths",
-                     "label_lengths": "use_label_lengths"}
+@functools.lru_cache(maxsize=4096)
+def _graph_inputs(op, items):
+    return tuple(_native.op_graph_inputs(op, **_typed(op, dict(items))))
 
 
 def input_names(op, attrs, n_given=None):
-    """The operator's input names for string ``attrs`` (optional ones dropped: a bias with
-    ``no_bias``, LeakyReLU's gamma unless ``prelu``), auxiliary states last."""
+    """The operator's input names for string ``attrs`` (the table's rule drops optional
+    ones: a bias with ``no_bias``, LeakyReLU's gamma unless ``prelu``, unused lengths),
+    auxiliary states last."""
     d = BY_NAME[op]
     if is_variadic(op):
         n = n_given if n_given is not None else int(attrs.get("num_args", 1))
         return [f"arg{i}" for i in range(n)]
-    names = list(d["inputs"])
-    if "bias" in names and _truthy(attrs.get("no_bias", _default(op, "no_bias"))):
-        names.remove("bias")
-    if op == "LeakyReLU" and attrs.get("act_type", "leaky") != "prelu":
-        names.remove("gamma")
-    for name, flag in _OPTIONAL_BY_FLAG.items():  # lengths inputs exist only when used
-        if name in names and flag in params(op) and not _truthy(attrs.get(flag, _default(op, flag))):
-            names.remove(name)
-    names += [a for a in d["aux"] if a not in names]
-    return names
-
-
-def _default(op, key):
-    p = params(op).get(key)
-    return "False" if p is None or p[1] is None else p[1]
+    if _graph(op)["inputs"]:
+        try:
+            return list(_graph_inputs(op, tuple(sorted(attrs.items()))))
+        except TypeError:  # an unhashable attribute value
+            return _native.op_graph_inputs(op, **_typed(op, attrs))
+    return list(d["inputs"]) + [a for a in d["aux"] if a not in d["inputs"]]
 
 
 def aux_names(op):
@@ -147,34 +107,74 @@ def aux_names(op):
     return list(BY_NAME[op]["aux"])
 
 
-def num_outputs(op, attrs):
-    """How many outputs the operator shows (``split``: ``num_outputs``; ``topk``: 2 with
-    ``ret_typ='both'``; ``BatchNorm``: 3 with ``output_mean_var``)."""
+@functools.lru_cache(maxsize=4096)
+def _graph_outputs(op, items):
+    return _native.op_graph_outputs(op, **_typed(op, dict(items)))
+
+
+def _outputs(op, attrs):
+    """``(visible, total, names)`` of a node's outputs (names: MXNet's suffixes)."""
     outs = BY_NAME[op]["outputs"]
-    if outs and outs[0].startswith("*"):
-        return int(attrs.get("num_outputs", 1))
-    if op == "topk":
-        return 2 if attrs.get("ret_typ", "indices").strip("'\"") == "both" else 1
-    if op in _OUTPUT_NAMES:
-        return len(_OUTPUT_NAMES[op]) if _truthy(attrs.get("output_mean_var", "False")) else 1
-    if op == "Dropout":
-        return 1
-    return len(outs)
+    if outs and outs[0].startswith("*"):  # split: ``num_outputs``
+        n = int(attrs.get("num_outputs", 1))
+        return n, n, ["output"] if n == 1 else [f"output{i}" for i in range(n)]
+    g = _graph(op)
+    if not g["visible"] and g["total"] == "visible" and not g["named_outputs"]:
+        n = len(outs)
+        return n, n, ["output"] if n == 1 else [f"output{i}" for i in range(n)]
+    try:
+        return _graph_outputs(op, tuple(sorted(attrs.items())))
+    except TypeError:  # an unhashable attribute value
+        return _native.op_graph_outputs(op, **_typed(op, attrs))
+
+
+def num_outputs(op, attrs):
+    """How many outputs the operator shows (``split``: ``num_outputs``; else the table's
+    rule: ``topk``: 2 with ``ret_typ='both'``, ``BatchNorm``: 3 with ``output_mean_var``)."""
+    return _outputs(op, attrs)[0]
 
 
 def total_outputs(op, attrs):
     """Outputs counted in MXNet's ``node_row_ptr`` (hidden ones included)."""
-    return max(_TOTAL_OUTPUTS.get(op, 0), num_outputs(op, attrs))
+    return _outputs(op, attrs)[1]
 
 
 def output_names(op, attrs):
-    """MXNet's output suffixes: ``output`` for one output, else named or numbered."""
-    n = num_outputs(op, attrs)
-    if n == 1:
-        return ["output"]
-    if op in _OUTPUT_NAMES:
-        return _OUTPUT_NAMES[op][:n]
-    return [f"output{i}" for i in range(n)]
+    """MXNet's output suffixes: named, numbered (a node with several outputs in all), or
+    ``output``."""
+    return list(_outputs(op, attrs)[2])
+
+
+def same_shape(op):
+    """Whether the node's first output has its first input's shape (the table's flag, or an
+    elementwise unary or scalar operator), so partial shapes cross it both ways."""
+    d = BY_NAME[op]
+    return _graph(op)["same_shape"] or (d.get("scalar") is not None
+                                        and d["scalar"][0] in ("unary", "scalar"))
+
+
+def input_shapes(op, attrs, ins, outs):
+    """Input shapes the table's rule gives from partial input and output shapes (``None``
+    where it says nothing, or all ``None`` without a rule)."""
+    if not _graph(op)["input_shapes"]:
+        return [None] * len(ins)
+    as_list = [None if s is None else list(s) for s in ins]
+    res = _native.op_input_shapes(op, as_list, [None if s is None else list(s) for s in outs],
+                                  **_typed(op, attrs))
+    return [None if s is None else tuple(s) for s in res]
+
+
+def param_shapes(op, attrs, data):
+    """``{input name: shape}`` the table's rule gives the operator's parameters from the
+    (partial) ``data`` shape; empty without a rule or when the attributes do not parse."""
+    if not _graph(op)["param_shapes"]:
+        return {}
+    try:
+        pairs = _native.op_param_shapes(op, None if data is None else list(data),
+                                        **_typed(op, attrs))
+    except (MXNetError, ValueError, TypeError):
+        return {}  # the forward inference reports bad attributes with the node's name
+    return {k: tuple(s) for k, s in pairs}
 
 
 def attr_str(value):

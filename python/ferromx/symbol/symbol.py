@@ -554,17 +554,13 @@ def _apply(op, inputs, attrs, name, hint, attr=None, json_op=None):
     else:
         names = _spec.input_names(op, node_attrs)
         entries = []
-        aux = set(_spec.aux_names(op))
         for i, in_name in enumerate(names):
             s = inputs[i] if i < len(inputs) else None
             if s is None:
                 # MXNet gives an auto-created input the operator's attributes
-                va = dict(node_attrs)
-                if in_name in _spec.AUX_INIT and in_name in aux:
-                    va["__init__"] = _spec.AUX_INIT[in_name]
-                s = Symbol([(_Node(None, f"{name}_{in_name}", va), 0)])
+                s = Symbol([(_Node(None, f"{name}_{in_name}", dict(node_attrs)), 0)])
             entries.append(_single(s, op))
-            init = _spec.INPUT_INIT.get((op, in_name))
+            init = _spec.input_init(op, in_name)
             var_node = entries[-1][0]
             if init is not None and var_node.op is None and "__init__" not in var_node.attrs:
                 var_node.attrs["__init__"] = init

@@ -1,6 +1,6 @@
 //! The operator table: every family's definitions, looked up by name.
 
-use super::{Aliases, Attr, Attrs, Grad, Invocation, KernelSlot, OpDef, ParamDef, ParamKind};
+use super::{Aliases, Attr, Attrs, Grad, GraphForm, Invocation, KernelSlot, OpDef, ParamDef, ParamKind};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::ops;
@@ -113,6 +113,7 @@ impl OpDef {
         gpu: KernelSlot::Empty,
         scalar: None,
         example: None,
+        graph: GraphForm::PLAIN,
     };
 
     /// The declared parameter `k` (a programming error when undeclared).

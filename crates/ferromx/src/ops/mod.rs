@@ -302,6 +302,7 @@ pub static DEFS: &[OpDef] = &[
         infer: Some(infer_cast),
         cpu: KernelSlot::Call(cast_kernel),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "dtype='float64'", range: (0.5, 1.5) }),
+        graph: crate::opdef::GraphForm { same_shape: true, json_name: Some("Cast"), ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
     OpDef {
@@ -312,6 +313,11 @@ pub static DEFS: &[OpDef] = &[
         infer: Some(infer_same),
         cpu: KernelSlot::Call(copy_kernel),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "", range: (0.5, 1.5) }),
+        graph: crate::opdef::GraphForm {
+            same_shape: true,
+            json_aliases: &["identity"],
+            ..crate::opdef::GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {

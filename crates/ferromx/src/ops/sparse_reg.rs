@@ -37,6 +37,12 @@ pub static DEFS: &[OpDef] = &[
         infer: Some(infer),
         forward,
         cpu: KernelSlot::Call(copy_kernel),
+        graph: crate::opdef::GraphForm {
+            param_shapes: Some(|_, data| {
+                Ok(data.map(|x| crate::opdef::per_channel(&["moving_avg"], x, 1)).unwrap_or_default())
+            }),
+            ..crate::opdef::GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {

@@ -19,8 +19,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{
-    param, push_call, Aliases, Attrs, Example, Grad, GradArgs, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef,
-    ParamKind, ScalarForm,
+    param, push_call, Aliases, Attrs, Example, Grad, GradArgs, GraphForm, Invocation, KernelSlot, Meta, OpCall, OpDef,
+    ParamDef, ParamKind, ScalarForm,
 };
 use crate::ops::{self, check_ctx, sum_to};
 use crate::shape::Shape;
@@ -145,6 +145,7 @@ macro_rules! binary {
                 cpu: KernelSlot::Call(cpu::run_broadcast),
                 scalar: Some(ScalarForm::Binary(BinOp::$op)),
                 example: Some(EX2),
+                graph: GraphForm { json_aliases: legacy_names(BinOp::$op).0, ..GraphForm::PLAIN },
                 ..OpDef::BASE
             }, )*
             $( OpDef {
@@ -158,6 +159,7 @@ macro_rules! binary {
                 cpu: KernelSlot::Call(cpu::run_scalar),
                 scalar: Some(ScalarForm::Scalar(BinOp::$op, false)),
                 example: Some(EX1),
+                graph: GraphForm { json_aliases: legacy_names(BinOp::$op).1, ..GraphForm::PLAIN },
                 ..OpDef::BASE
             }, )*
             rscalar(BinOp::Sub, "_rminus_scalar"),
@@ -180,7 +182,33 @@ const fn rscalar(op: BinOp, name: &'static str) -> OpDef {
         cpu: KernelSlot::Call(cpu::run_scalar),
         scalar: Some(ScalarForm::Scalar(op, true)),
         example: Some(EX1),
+        graph: GraphForm { json_aliases: legacy_names(op).2, ..GraphForm::PLAIN },
         ..OpDef::BASE
+    }
+}
+
+/// The names MXNet's graphs use for a binary operator besides the table's: the
+/// broadcasting form, the scalar form and the reversed scalar form (`_plus`/`_Plus`,
+/// `_PlusScalar`, `_RMinusScalar`, ...).
+const fn legacy_names(op: BinOp) -> (&'static [&'static str], &'static [&'static str], &'static [&'static str]) {
+    use BinOp::*;
+    match op {
+        Add => (&["_plus", "_Plus"], &["_PlusScalar"], &[]),
+        Sub => (&["_minus", "_Minus"], &["_MinusScalar"], &["_RMinusScalar"]),
+        Mul => (&["_mul", "_Mul"], &["_MulScalar"], &[]),
+        Div => (&["_div", "_Div"], &["_DivScalar"], &["_RDivScalar"]),
+        Mod => (&["_mod"], &["_ModScalar"], &["_RModScalar"]),
+        Pow => (&["_power", "_Power"], &["_PowerScalar"], &["_RPowerScalar"]),
+        Max => (&["_maximum"], &[], &[]),
+        Min => (&["_minimum"], &[], &[]),
+        Hypot => (&["_hypot"], &[], &[]),
+        Eq => (&["_equal"], &[], &[]),
+        Ne => (&["_not_equal"], &[], &[]),
+        Gt => (&["_greater"], &[], &[]),
+        Ge => (&["_greater_equal"], &[], &[]),
+        Lt => (&["_lesser"], &[], &[]),
+        Le => (&["_lesser_equal"], &[], &[]),
+        _ => (&[], &[], &[]),
     }
 }
 

@@ -21,8 +21,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{
-    one, param, push_call, Aliases, Attrs, Example, Grad, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef,
-    ParamKind as K,
+    inputs_unless_no_bias, one, param, push_call, Aliases, Attrs, Example, Grad, GraphForm, Invocation, KernelSlot,
+    Meta, OpCall, OpDef, ParamDef, ParamKind as K,
 };
 use crate::ops;
 use crate::shape::Shape;
@@ -492,6 +492,63 @@ fn params_of(a: &Attrs, def: &'static OpDef) -> Result<ConvParams> {
     ConvParams::read(&Invocation::params(def, a), def.name.contains("Deconvolution"))
 }
 
+/// The weight's and bias's shapes from the data's (MXNet's `FInferShape` for the
+/// parameters): `(num_filter, C / num_group, *kernel)` for a convolution,
+/// `(C, num_filter / num_group, *kernel)` for a deconvolution, channel-last for a
+/// channel-last layout, as [`conv_shapes`] checks them.
+fn param_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+    let Some(x) = data else { return Ok(Vec::new()) };
+    let deconv = i.def.name.contains("Deconvolution");
+    let p = ConvParams::read(i, deconv)?;
+    let xs = x.dims();
+    if xs.len() != p.kernel.len() + 2 {
+        return Ok(Vec::new()); // the forward inference names the mismatch
+    }
+    let cl = channel_last(i.name(), p.layout.as_deref(), xs.len(), CONV_LAYOUTS)?;
+    let cin = if cl { xs[xs.len() - 1] } else { xs[1] };
+    let (f, g) = (p.num_filter, p.groups.max(1));
+    let mut w = if deconv { vec![cin, f / g] } else { vec![f, cin / g] };
+    w.extend(&p.kernel);
+    if cl {
+        w = to_cl_perm(w.len()).iter().map(|&a| w[a]).collect();
+    }
+    Ok(vec![("weight", Shape::new(&w)), ("bias", Shape::new(&[f]))])
+}
+
+/// A channel-first convolution's data shape from its output's: the batch, the data's own
+/// channels, and each spatial size when the stride is 1 (with a larger stride several
+/// sizes give the same output, so it stays unknown). Nothing for a deconvolution or a
+/// channel-last layout.
+fn input_shapes(i: &Invocation<'_>, ins: &[Option<Shape>], outs: &[Option<Shape>]) -> Result<Vec<Option<Shape>>> {
+    let mut res = vec![None; ins.len()];
+    let Some(out) = outs.first().cloned().flatten() else { return Ok(res) };
+    let p = ConvParams::read(i, false)?;
+    let o = out.dims();
+    if i.def.name.contains("Deconvolution") || p.layout.as_deref().is_some_and(|l| l.ends_with('C')) {
+        return Ok(res);
+    }
+    if o.len() != p.kernel.len() + 2 || res.is_empty() {
+        return Ok(res);
+    }
+    let c = ins[0].as_ref().filter(|d| d.ndim() > 1).map_or(0, |d| d.dims()[1]);
+    let mut d = vec![o[0], c];
+    for (a, &od) in o[2..].iter().enumerate() {
+        let span = p.dilate[a] * (p.kernel[a] - 1) + 1;
+        let x = (od - 1) + span;
+        d.push(if od > 0 && p.stride[a] == 1 && x >= 2 * p.pad[a] { x - 2 * p.pad[a] } else { 0 });
+    }
+    res[0] = Some(Shape::new(&d));
+    Ok(res)
+}
+
+/// How a convolution node looks in a graph.
+const CONV_GRAPH: GraphForm = GraphForm {
+    inputs: Some(inputs_unless_no_bias),
+    param_shapes: Some(param_shapes),
+    input_shapes: Some(input_shapes),
+    ..GraphForm::PLAIN
+};
+
 fn infer(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
     let deconv = def.name.contains("Deconvolution");
     let p = params_of(a, def)?;
@@ -556,6 +613,7 @@ pub static DEFS: &[OpDef] = &[
             attrs: "kernel=(3, 3), num_filter=3, pad=(1, 1), stride=(2, 1)",
             range: (-1.0, 1.0),
         }),
+        graph: CONV_GRAPH,
         ..OpDef::BASE
     },
     OpDef {
@@ -585,6 +643,7 @@ pub static DEFS: &[OpDef] = &[
             attrs: "kernel=(3, 3), num_filter=3, stride=(2, 2), pad=(1, 1), adj=(1, 0), no_bias=False",
             range: (-1.0, 1.0),
         }),
+        graph: CONV_GRAPH,
         ..OpDef::BASE
     },
     OpDef {

@@ -286,6 +286,7 @@ pub static DEFS: &[OpDef] = &[
         doc: "Zeros with the shape, dtype and context of `data`.",
         forward: |i| one(const_like_rec(i.x(0)?, 0.0)),
         grad: Grad::Recorded,
+        graph: crate::opdef::GraphForm { same_shape: true, ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
     OpDef {
@@ -298,6 +299,7 @@ pub static DEFS: &[OpDef] = &[
         doc: "Ones with the shape, dtype and context of `data`.",
         forward: |i| one(const_like_rec(i.x(0)?, 1.0)),
         grad: Grad::Recorded,
+        graph: crate::opdef::GraphForm { same_shape: true, ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
     OpDef {
@@ -310,6 +312,7 @@ pub static DEFS: &[OpDef] = &[
         doc: "`fill_value` with the shape, dtype and context of `data`.",
         forward: |i: &Invocation<'_>| one(const_like_rec(i.x(0)?, i.f64("fill_value")?)),
         grad: Grad::Recorded,
+        graph: crate::opdef::GraphForm { same_shape: true, ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
 ];

@@ -41,6 +41,13 @@ pub static DEFS: &[OpDef] = &[OpDef {
     forward,
     infer: Some(infer),
     cpu: KernelSlot::Call(cpu::ctc_kernel),
+    graph: crate::opdef::GraphForm {
+        inputs: Some(crate::opdef::inputs_with_used_lengths),
+        // MXNet's node keeps the activation gradient as a second, hidden output, and
+        // names its outputs by number (`output0`)
+        total: crate::opdef::OutputCount::Fixed(2),
+        ..crate::opdef::GraphForm::PLAIN
+    },
     ..OpDef::BASE
 }];
 

@@ -354,6 +354,7 @@ pub static DEFS: &[OpDef] = &[
             one(gemm2_axis(i.x(0)?, i.x(1)?, ta, tb, i.f64("alpha")?, i.i64("axis")?))
         },
         example: Some(Example { shapes: &[&[2, 3], &[3, 2]], attrs: "alpha=0.5", range: (0.5, 1.5) }),
+        graph: crate::opdef::GraphForm { json_name: Some("_linalg_gemm2"), ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
 ];

@@ -21,7 +21,10 @@ pub use norm::*;
 pub use softmax::*;
 
 use crate::error::{Error, Result};
-use crate::opdef::{one, param, Aliases, Attrs, Example, Invocation, KernelSlot, Meta, OpDef, ParamKind as K};
+use crate::opdef::{
+    inputs_unless_no_bias, one, param, per_channel, Aliases, Attrs, Example, GraphForm, Invocation, KernelSlot, Meta,
+    OpDef, ParamKind as K,
+};
 use crate::shape::{norm_axis, Shape};
 use crate::DType;
 
@@ -97,6 +100,71 @@ fn infer_embedding(_d: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<M
     Ok(same(&ins[0], Shape::new(&d), ins[1].dtype))
 }
 
+/// FullyConnected's weight `(num_hidden, in_units)` and bias `(num_hidden,)`.
+fn fc_param_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+    let (Some(x), Some(units)) = (data, i.opt_i64("num_hidden")?) else { return Ok(Vec::new()) };
+    let d = x.dims();
+    if d.is_empty() {
+        return Ok(Vec::new());
+    }
+    let in_units = if i.bool("flatten")? { d[1..].iter().product() } else { d[d.len() - 1] };
+    let units = units.max(0) as usize;
+    Ok(vec![("weight", Shape::new(&[units, in_units])), ("bias", Shape::new(&[units]))])
+}
+
+/// FullyConnected's data shape from its output's: the batch (or leading axes) of the
+/// output, the rest of the data's own.
+fn fc_input_shapes(i: &Invocation<'_>, ins: &[Option<Shape>], outs: &[Option<Shape>]) -> Result<Vec<Option<Shape>>> {
+    let mut res = vec![None; ins.len()];
+    let (Some(out), Some(slot)) = (outs.first().cloned().flatten(), res.first_mut()) else { return Ok(res) };
+    let (o, data) = (out.dims(), ins.first().cloned().flatten());
+    if o.is_empty() {
+        return Ok(res);
+    }
+    *slot = if i.bool("flatten")? {
+        data.filter(|d| d.ndim() >= 1).map(|d| {
+            let mut s = vec![o[0]];
+            s.extend(&d.dims()[1..]);
+            Shape::new(&s)
+        })
+    } else {
+        let last = data.filter(|d| d.ndim() == o.len()).map_or(0, |d| d.dims()[d.ndim() - 1]);
+        let mut s = o[..o.len() - 1].to_vec();
+        s.push(last);
+        Some(Shape::new(&s))
+    };
+    Ok(res)
+}
+
+/// LeakyReLU has a `gamma` input only as a PReLU.
+fn leaky_inputs(i: &Invocation<'_>) -> Result<Vec<&'static str>> {
+    Ok(if i.str("act_type")? == "prelu" { vec!["data", "gamma"] } else { vec!["data"] })
+}
+
+/// PReLU's slope, one per channel (axis 1).
+fn prelu_param_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+    match data {
+        Some(x) if x.ndim() >= 2 && i.str("act_type")? == "prelu" => Ok(per_channel(&["gamma"], x, 1)),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// LayerNorm's `gamma` and `beta`, one per element of the normalised axis.
+fn layer_norm_param_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+    match data {
+        Some(x) => Ok(per_channel(&["gamma", "beta"], x, i.i64("axis")?)),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Embedding's table `(input_dim, output_dim)`, from the attributes alone.
+fn embedding_param_shapes(i: &Invocation<'_>, _: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+    match (i.opt_i64("input_dim")?, i.opt_i64("output_dim")?) {
+        (Some(n), Some(d)) => Ok(vec![("weight", Shape::new(&[n.max(0) as usize, d.max(0) as usize]))]),
+        _ => Ok(Vec::new()),
+    }
+}
+
 const AXIS_T: &[crate::opdef::ParamDef] = &[
     param("axis", K::Int, Some("-1"), "The axis to normalise over."),
     param("temperature", K::Float, Some("None"), "Divides the input first (None: 1)."),
@@ -123,6 +191,12 @@ pub static DEFS: &[OpDef] = &[
             one(fully_connected(i.x(0)?, w, bias, nh, i.bool("flatten")?))
         },
         example: Some(Example { shapes: &[&[2, 3], &[4, 3], &[4]], attrs: "num_hidden=4", range: (0.5, 1.5) }),
+        graph: GraphForm {
+            inputs: Some(inputs_unless_no_bias),
+            param_shapes: Some(fc_param_shapes),
+            input_shapes: Some(fc_input_shapes),
+            ..GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {
@@ -134,6 +208,7 @@ pub static DEFS: &[OpDef] = &[
         doc: "An activation function by name.",
         forward: |i| one(activation(i.x(0)?, &i.str("act_type")?)),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "act_type='tanh'", range: (0.1, 0.9) }),
+        graph: crate::opdef::GraphForm { same_shape: true, ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
     OpDef {
@@ -148,6 +223,13 @@ pub static DEFS: &[OpDef] = &[
         doc: "Leaky ReLU family (prelu learns `gamma`).",
         forward: |i| one(leaky_relu(i.x(0)?, &i.str("act_type")?, i.f64("slope")?, i.opt(1))),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "act_type='elu'", range: (-1.0, 1.0) }),
+        graph: GraphForm {
+            inputs: Some(leaky_inputs),
+            param_shapes: Some(prelu_param_shapes),
+            same_shape: true,
+            input_init: &[("gamma", "[\"Constant\", {\"value\": 0.25}]")],
+            ..GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {
@@ -160,6 +242,7 @@ pub static DEFS: &[OpDef] = &[
         doc: "Softmax over `axis`.",
         forward: |i| one(softmax(i.x(0)?, i.i64("axis")?, i.opt_f64("temperature")?)),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "", range: (-1.0, 1.0) }),
+        graph: crate::opdef::GraphForm { same_shape: true, ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
     OpDef {
@@ -172,6 +255,7 @@ pub static DEFS: &[OpDef] = &[
         doc: "Log of the softmax over `axis`.",
         forward: |i| one(log_softmax(i.x(0)?, i.i64("axis")?, i.opt_f64("temperature")?)),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "", range: (-1.0, 1.0) }),
+        graph: crate::opdef::GraphForm { same_shape: true, ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
     OpDef {
@@ -213,6 +297,13 @@ pub static DEFS: &[OpDef] = &[
         ],
         doc: "Zeroes a random fraction `p` of elements and scales the rest by 1/(1-p).",
         forward: |i| one(dropout(i.x(0)?, i.f64("p")?, i.str("mode")? == "always")),
+        // MXNet's node also has the mask as a hidden output
+        graph: GraphForm {
+            total: crate::opdef::OutputCount::Fixed(2),
+            named_outputs: true,
+            same_shape: true,
+            ..GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {
@@ -227,6 +318,14 @@ pub static DEFS: &[OpDef] = &[
         doc: "Layer normalisation over `axis`, then `gamma * x + beta`.",
         forward: |i| one(layer_norm(i.x(0)?, i.x(1)?, i.x(2)?, i.i64("axis")?, i.f64("eps")?)),
         example: Some(Example { shapes: &[&[2, 4], &[4], &[4]], attrs: "", range: (0.5, 1.5) }),
+        // MXNet's node has the mean and std as hidden outputs
+        graph: GraphForm {
+            same_shape: true,
+            total: crate::opdef::OutputCount::Fixed(3),
+            named_outputs: true,
+            param_shapes: Some(layer_norm_param_shapes),
+            ..GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {
@@ -240,6 +339,7 @@ pub static DEFS: &[OpDef] = &[
         ],
         doc: "Rows of `weight` at the integer indices in `data`.",
         forward: |i| one(embedding(i.x(0)?, i.x(1)?)),
+        graph: GraphForm { param_shapes: Some(embedding_param_shapes), ..GraphForm::PLAIN },
         ..OpDef::BASE
     },
 ];

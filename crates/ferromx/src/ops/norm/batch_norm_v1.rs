@@ -30,6 +30,15 @@ pub(super) const BATCH_NORM_V1: OpDef = OpDef {
     forward,
     mutates: &[3, 4],
     cpu: KernelSlot::Composite,
+    graph: crate::opdef::GraphForm {
+        same_shape: true,
+        visible: Some(crate::opdef::outputs_if_mean_var),
+        total: crate::opdef::OutputCount::Fixed(3),
+        named_outputs: true,
+        param_shapes: Some(super::bn_param_shapes),
+        input_init: crate::opdef::MOVING_STATS_INIT,
+        ..crate::opdef::GraphForm::PLAIN
+    },
     ..OpDef::BASE
 };
 

@@ -239,6 +239,25 @@ fn infer_with(def: &'static OpDef, p: &BnParams, ins: &[Meta]) -> Result<Vec<Met
     Ok(if p.output_mean_var { vec![ins[0].clone(), stat.clone(), stat] } else { vec![ins[0].clone()] })
 }
 
+/// BatchNorm's channel parameters and moving statistics: one per element of `axis`.
+pub(super) fn bn_param_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+    let axis = if i.def.params.iter().any(|p| p.name == "axis") { i.i64("axis")? } else { 1 };
+    Ok(data
+        .map(|x| crate::opdef::per_channel(&["gamma", "beta", "moving_mean", "moving_var"], x, axis))
+        .unwrap_or_default())
+}
+
+/// InstanceNorm's `gamma` and `beta`: one per channel (axis 1).
+fn instance_norm_param_shapes(_: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+    Ok(data.map(|x| crate::opdef::per_channel(&["gamma", "beta"], x, 1)).unwrap_or_default())
+}
+
+/// GroupNorm's `gamma` and `beta`: one per group (MXNet 1.9.1), from the attributes alone.
+fn group_norm_param_shapes(i: &Invocation<'_>, _: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+    let g = i.i64("num_groups")?.max(0) as usize;
+    Ok(vec![("gamma", Shape::new(&[g])), ("beta", Shape::new(&[g]))])
+}
+
 /// `_backward_BatchNorm` is pushed by BatchNorm's recorded backward only.
 fn backward_forward(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
     Err(Error::value(i.name(), "is BatchNorm's backward; differentiate BatchNorm with autograd instead"))
@@ -250,7 +269,8 @@ pub static DEFS: &[OpDef] = &[
         name: "BatchNorm",
         aliases: Aliases { nd: &[], np: &[], npx: &["batch_norm"], fluent: false },
         inputs: &["data", "gamma", "beta", "moving_mean", "moving_var"],
-        outputs: &["output", "mean", "invstd"],
+        // MXNet's names; the third holds the inverse standard deviation, as MXNet's does
+        outputs: &["output", "mean", "var"],
         aux: &["moving_mean", "moving_var"],
         params: &[
             param("eps", K::Float, Some("0.001"), "Added to the variance."),
@@ -270,6 +290,14 @@ pub static DEFS: &[OpDef] = &[
         forward,
         mutates: &[3, 4],
         cpu: KernelSlot::Call(cpu::bn_fwd),
+        graph: crate::opdef::GraphForm { same_shape: true,
+            visible: Some(crate::opdef::outputs_if_mean_var),
+            total: crate::opdef::OutputCount::Fixed(3),
+            named_outputs: true,
+            param_shapes: Some(bn_param_shapes),
+            input_init: crate::opdef::MOVING_STATS_INIT,
+            ..crate::opdef::GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {
@@ -292,6 +320,13 @@ pub static DEFS: &[OpDef] = &[
         forward: |i| one(instance_norm(i.x(0)?, i.x(1)?, i.x(2)?, i.f64("eps")?)),
         example: Some(Example { shapes: &[&[2, 3, 4], &[3], &[3]], attrs: "", range: (0.5, 1.5) }),
         cpu: KernelSlot::Composite,
+        // MXNet's node has the mean and variance as hidden outputs
+        graph: crate::opdef::GraphForm { same_shape: true,
+            total: crate::opdef::OutputCount::Fixed(3),
+            named_outputs: true,
+            param_shapes: Some(instance_norm_param_shapes),
+            ..crate::opdef::GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {
@@ -321,6 +356,13 @@ pub static DEFS: &[OpDef] = &[
         },
         example: Some(Example { shapes: &[&[2, 4, 3], &[2], &[2]], attrs: "num_groups=2", range: (0.5, 1.5) }),
         cpu: KernelSlot::Composite,
+        graph: crate::opdef::GraphForm {
+            visible: Some(crate::opdef::outputs_if_mean_var),
+            total: crate::opdef::OutputCount::Fixed(3),
+            named_outputs: true,
+            param_shapes: Some(group_norm_param_shapes),
+            ..crate::opdef::GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {

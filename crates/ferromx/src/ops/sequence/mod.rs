@@ -80,6 +80,10 @@ const fn seq_def(
         grad: Grad::Fn(grad),
         cpu: KernelSlot::Call(kernel),
         example,
+        graph: crate::opdef::GraphForm {
+            inputs: Some(crate::opdef::inputs_with_used_lengths),
+            ..crate::opdef::GraphForm::PLAIN
+        },
         ..OpDef::BASE
     }
 }
@@ -263,7 +267,7 @@ pub static DEFS: &[OpDef] = &[
         name: "RNN",
         aliases: Aliases { nd: &[], np: &[], npx: &["rnn"], fluent: false },
         inputs: rnn::INPUTS,
-        outputs: &["out", "hy", "cy"],
+        outputs: &["output", "state_output", "statecell_output"],
         params: rnn::PARAMS,
         doc: "Fused recurrent layers (rnn_relu, rnn_tanh, lstm, gru) over a (seq, batch, input) sequence with \
               MXNet's flat parameter vector; one fused kernel (`_rnn_fused`) in the common cases, else \
@@ -272,6 +276,12 @@ pub static DEFS: &[OpDef] = &[
         forward: rnn::forward,
         grad: Grad::Recorded,
         cpu: KernelSlot::Composite,
+        graph: crate::opdef::GraphForm {
+            inputs: Some(rnn::graph_inputs),
+            visible: Some(rnn::visible_outputs),
+            named_outputs: true,
+            ..crate::opdef::GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {

@@ -548,3 +548,26 @@ pub(super) fn infer_backward(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Re
     }
     Ok(ins[..n].to_vec())
 }
+
+/// `RNN`'s visible outputs (MXNet's `FNumVisibleOutputs`): `out`, then with
+/// `state_outputs` the final hidden state and, for an LSTM, the final cell state.
+pub(super) fn visible_outputs(i: &Invocation<'_>) -> Result<usize> {
+    Ok(match (i.bool("state_outputs")?, i.str("mode")?.as_str()) {
+        (false, _) => 1,
+        (true, "lstm") => 3,
+        (true, _) => 2,
+    })
+}
+
+/// `RNN`'s inputs in a graph: `state_cell` for an LSTM only, `sequence_length` only with
+/// `use_sequence_length` (MXNet's `ListArguments`; the forward reads the present inputs
+/// in this order).
+pub(super) fn graph_inputs(i: &Invocation<'_>) -> Result<Vec<&'static str>> {
+    let lstm = i.str("mode")? == "lstm";
+    let use_len = i.bool("use_sequence_length")?;
+    Ok(INPUTS
+        .iter()
+        .copied()
+        .filter(|n| (*n != "state_cell" || lstm) && (*n != "sequence_length" || use_len))
+        .collect())
+}

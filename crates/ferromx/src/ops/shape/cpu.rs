@@ -16,8 +16,8 @@
 use crate::engine::OpFailure;
 use crate::opdef::OpCall;
 use crate::ops::binary::arith::Arith;
-use crate::ops::par::map1;
-use crate::shape::{broadcast_copy, for_each_strided, Shape};
+use crate::ops::par::{map1, planes, PAR_MIN};
+use crate::shape::{as_plane_transpose, broadcast_copy, for_each_strided, transpose_rows, Shape};
 use crate::storage::Kernel;
 use crate::with_dtype;
 
@@ -35,6 +35,15 @@ pub(super) fn broadcast_kernel(_c: &OpCall, k: &Kernel) -> KResult {
 
 /// Output axis `i` is input axis `ints[i]`.
 pub(crate) fn transpose_kernel(c: &OpCall, k: &Kernel) -> KResult {
+    let perm: Vec<usize> = c.ints.iter().map(|&p| p as usize).collect();
+    if let Some((_, rows, cols)) = as_plane_transpose(k.in_shape(0).dims(), &perm) {
+        with_dtype!(k.in_dtype(0), T, {
+            let (i, o) = (k.input::<T>(0), k.output::<T>(0));
+            // pieces of 16 output rows, spread over the cores when large
+            planes(o, 16 * rows, PAR_MIN, |p, piece| transpose_rows(i, rows, cols, 16 * p, piece));
+        });
+        return Ok(());
+    }
     let xs = k.in_shape(0).strides();
     let pstrides: Vec<usize> = c.ints.iter().map(|&p| xs[p as usize]).collect();
     let oshape = k.out_shape(0).clone();

@@ -3,6 +3,7 @@
 //! gradients) in `layout.rs`; kernels over [`crate::opdef::OpCall`] in `cpu.rs`.
 
 mod cpu;
+mod graph;
 mod layout;
 #[cfg(test)]
 mod tests;
@@ -198,6 +199,7 @@ pub static DEFS: &[OpDef] = &[
         infer: Some(infer_reshape_op),
         forward: |i| one(reshape(i.x(0)?, &i.ints("shape")?.unwrap_or_default(), i.bool("reverse")?)),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "shape=(3, 2)", range: (0.5, 1.5) }),
+        graph: crate::opdef::GraphForm { json_name: Some("Reshape"), ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
     OpDef {
@@ -229,6 +231,7 @@ pub static DEFS: &[OpDef] = &[
         infer: Some(infer_flatten),
         forward: |i| one(flatten(i.x(0)?)),
         example: Some(Example { shapes: &[&[2, 3, 2]], attrs: "", range: (0.5, 1.5) }),
+        graph: crate::opdef::GraphForm { json_name: Some("Flatten"), ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
     OpDef {
@@ -323,6 +326,7 @@ pub static DEFS: &[OpDef] = &[
         doc: "Interchanges two axes.",
         forward: |i| one(swapaxes(i.x(0)?, i.i64("dim1")?, i.i64("dim2")?)),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "dim1=0, dim2=1", range: (0.5, 1.5) }),
+        graph: crate::opdef::GraphForm { json_name: Some("SwapAxis"), ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
     OpDef {
@@ -335,6 +339,11 @@ pub static DEFS: &[OpDef] = &[
         doc: "Joins arrays along an existing axis.",
         forward: |i| one(concat(&i.all(), i.i64("dim")?)),
         example: Some(Example { shapes: &[&[2, 3], &[2, 2]], attrs: "dim=1", range: (0.5, 1.5) }),
+        graph: crate::opdef::GraphForm {
+            input_shapes: Some(graph::concat_input_shapes),
+            json_name: Some("Concat"),
+            ..crate::opdef::GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {
@@ -362,6 +371,11 @@ pub static DEFS: &[OpDef] = &[
         ],
         doc: "Splits into `num_outputs` equal parts along `axis`.",
         forward: forward_split,
+        graph: crate::opdef::GraphForm {
+            input_shapes: Some(graph::split_input_shapes),
+            json_name: Some("SliceChannel"),
+            ..crate::opdef::GraphForm::PLAIN
+        },
         ..OpDef::BASE
     },
     OpDef {
@@ -397,6 +411,7 @@ pub static DEFS: &[OpDef] = &[
             one(clip(i.x(0)?, lo, i.opt_f64("a_max")?.unwrap_or(f64::INFINITY)))
         },
         example: Some(Example { shapes: &[&[2, 3]], attrs: "a_min=0.7, a_max=1.3", range: (0.5, 1.5) }),
+        graph: crate::opdef::GraphForm { same_shape: true, ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
 ];

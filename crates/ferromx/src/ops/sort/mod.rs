@@ -369,6 +369,7 @@ pub static DEFS: &[OpDef] = &[
         params: &[SORT_AXIS, IS_ASCEND],
         doc: "Sorted copy along `axis`.",
         forward: |i| crate::opdef::one(sort(i.x(0)?, i.i64_or_none("axis")?, i.bool("is_ascend")?)),
+        graph: crate::opdef::GraphForm { same_shape: true, ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
     OpDef {
@@ -410,6 +411,14 @@ pub static DEFS: &[OpDef] = &[
                 i.bool("is_ascend")?,
                 i.dtype("dtype", DType::F32)?,
             )
+        },
+        graph: crate::opdef::GraphForm {
+            visible: Some(|i| Ok(if i.str("ret_typ")? == "both" { 2 } else { 1 })),
+            // the values beside the indices, hidden unless both are returned
+            total: crate::opdef::OutputCount::Rule(|i| {
+                Ok(if matches!(i.str("ret_typ")?.as_str(), "both" | "value") { 2 } else { 1 })
+            }),
+            ..crate::opdef::GraphForm::PLAIN
         },
         ..OpDef::BASE
     },

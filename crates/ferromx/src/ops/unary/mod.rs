@@ -22,7 +22,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{
-    push_call, Aliases, Attrs, Example, Expr, Grad, GradArgs, Invocation, KernelSlot, Meta, OpCall, OpDef, ScalarForm,
+    push_call, Aliases, Attrs, Example, Expr, Grad, GradArgs, GraphForm, Invocation, KernelSlot, Meta, OpCall, OpDef,
+    ScalarForm,
 };
 use crate::ops::{self, BinOp};
 
@@ -134,6 +135,7 @@ macro_rules! unary {
             gpu: KernelSlot::Empty,
             scalar: Some(ScalarForm::Unary(UnaryOp::$op, $grad)),
             example: Some(Example { shapes: &[&[2, 3]], attrs: "", range: $range }),
+            graph: GraphForm::PLAIN,
         } ),* ];
     };
 }

@@ -53,6 +53,12 @@ pub(super) const CORR: OpDef = OpDef {
     },
     cpu: KernelSlot::Call(corr_kernel),
     example: Some(Example { shapes: &[&[1, 2, 4, 5], &[1, 2, 4, 5]], attrs: "pad_size=1", range: (-1.0, 1.0) }),
+    // MXNet's node has 2 hidden outputs (its kernel's intermediates)
+    graph: crate::opdef::GraphForm {
+        total: crate::opdef::OutputCount::Fixed(3),
+        named_outputs: true,
+        ..crate::opdef::GraphForm::PLAIN
+    },
     ..OpDef::BASE
 };
 

@@ -49,6 +49,12 @@ pub(super) const ROI: OpDef = OpDef {
         one(roi_pool(x, rois, g))
     },
     cpu: KernelSlot::Call(roi_kernel),
+    // MXNet's node has 1 hidden output (its kernel's intermediates)
+    graph: crate::opdef::GraphForm {
+        total: crate::opdef::OutputCount::Fixed(2),
+        named_outputs: true,
+        ..crate::opdef::GraphForm::PLAIN
+    },
     ..OpDef::BASE
 };
 

@@ -43,6 +43,12 @@ pub(super) const GRID: OpDef = OpDef {
         attrs: "transform_type='affine', target_shape=(3, 4)",
         range: (-1.0, 1.0),
     }),
+    // MXNet's node has 1 hidden output (its kernel's intermediates)
+    graph: crate::opdef::GraphForm {
+        total: crate::opdef::OutputCount::Fixed(2),
+        named_outputs: true,
+        ..crate::opdef::GraphForm::PLAIN
+    },
     ..OpDef::BASE
 };
 
@@ -79,6 +85,12 @@ pub(super) const SAMPLER: OpDef = OpDef {
     forward: |i| one(bilinear_sampler(i.x(0)?, i.x(1)?)),
     cpu: KernelSlot::Call(sampler_kernel),
     example: Some(Example { shapes: &[&[1, 2, 3, 4], &[1, 2, 2, 3]], attrs: "", range: (-0.9, 0.9) }),
+    // MXNet's node has 1 hidden output (its kernel's intermediates)
+    graph: crate::opdef::GraphForm {
+        total: crate::opdef::OutputCount::Fixed(2),
+        named_outputs: true,
+        ..crate::opdef::GraphForm::PLAIN
+    },
     ..OpDef::BASE
 };
 
@@ -135,6 +147,12 @@ pub(super) const STN: OpDef = OpDef {
         attrs: "target_shape=(2, 3), transform_type='affine', sampler_type='bilinear'",
         range: (-0.6, 0.6),
     }),
+    // MXNet's node has 2 hidden outputs (its kernel's intermediates)
+    graph: crate::opdef::GraphForm {
+        total: crate::opdef::OutputCount::Fixed(3),
+        named_outputs: true,
+        ..crate::opdef::GraphForm::PLAIN
+    },
     ..OpDef::BASE
 };
 

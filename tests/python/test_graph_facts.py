@@ -1,0 +1,83 @@
+"""What a graph node says about its operator (inputs present for its attributes, visible
+and hidden outputs and their names, parameter shapes from the data shape, initializers of
+input variables) comes from the operator table (``OpDef::graph``), and agrees with MXNet
+1.9.1's graphs of the same single-operator symbols, recorded in
+``tests/fixtures/graph_facts`` (``record_graph_facts.py``)."""
+
+import json
+import os
+
+import ferromx as mx
+import pytest
+from ferromx import _native
+from ferromx.symbol import _spec
+
+FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "fixtures",
+                   "graph_facts", "graph_facts.json")
+with open(FIX) as _f:
+    CASES = json.load(_f)
+
+
+def _build(case):
+    attrs = {k: tuple(v) if isinstance(v, list) else v for k, v in case["attrs"].items()}
+    kw = {k: mx.sym.var(k) for k in case["given"]}
+    return getattr(mx.sym, case["op"])(mx.sym.var("data"), name="n", **kw, **attrs)
+
+
+def _id(case):
+    return case["op"] + "-" + "-".join(f"{k}={v}" for k, v in case["attrs"].items())
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_graph_node_matches_mxnet(case):
+    sym = _build(case)
+    assert sym.list_arguments() == case["arguments"]
+    assert sym.list_outputs() == case["outputs"]
+    assert sym.list_auxiliary_states() == case["aux"]
+    graph = json.loads(sym.tojson())
+    assert graph["node_row_ptr"] == case["node_row_ptr"]  # hidden outputs counted
+    inits = {n["name"]: n["attrs"]["__init__"] for n in graph["nodes"]
+             if n["op"] == "null" and "__init__" in n.get("attrs", {})}
+    assert inits == case["inits"]
+    if case["data"] is not None:
+        arg, _, aux = sym.infer_shape_partial(data=tuple(case["data"]))
+        assert [list(s) for s in arg] == case["arg_shapes"]
+        assert [list(s) for s in aux] == case["aux_shapes"]
+
+
+def test_the_symbol_layer_keeps_no_per_operator_lists():
+    """The facts are the table's: Python holds only MXNet's graph-JSON spellings."""
+    for gone in ("FALLBACK", "_OUTPUT_NAMES", "_TOTAL_OUTPUTS", "AUX_INIT", "INPUT_INIT",
+                 "_OPTIONAL_BY_FLAG"):
+        assert not hasattr(_spec, gone), gone
+    from ferromx.symbol import _infer
+    assert not hasattr(_infer, "PARAM_RULES")
+    bn = _spec.BY_NAME["BatchNorm"]["graph"]
+    assert bn["named_outputs"] and bn["total"] == 3 and bn["param_shapes"]
+    assert bn["input_init"] == {"moving_mean": '["zero", {}]', "moving_var": '["one", {}]'}
+    assert _spec.MXNET_NAMES["reshape"] == "Reshape"
+    assert _spec.resolve("_PlusScalar") == "_plus_scalar"
+    assert _spec.resolve("SliceChannel") == "split"
+
+
+def test_native_graph_functions():
+    assert _native.op_graph_inputs("FullyConnected", no_bias=True) == ["data", "weight"]
+    assert _native.op_graph_outputs("topk", ret_typ="value") == (1, 2, ["output0"])
+    assert _native.op_graph_outputs("BatchNorm", output_mean_var=True) == (
+        3, 3, ["output", "mean", "var"])
+    assert _native.op_param_shapes("FullyConnected", [2, 0], num_hidden=3) == [
+        ("weight", [3, 0]), ("bias", [3])]  # an unknown dim stays unknown
+    assert _native.op_param_shapes("FullyConnected", None, num_hidden=3) == []
+    with pytest.raises(Exception, match="no such operator"):
+        _native.op_graph_inputs("NoSuchOp")
+
+
+def test_partial_data_shape_leaves_the_weight_for_later():
+    """A 0 (unknown) data dimension the weight depends on: the weight stays unknown until
+    the data shape is given, then infers (MXNet 1.9.1 raises on this partial shape; the
+    bias, which does not depend on it, is known)."""
+    sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=4, name="fc")
+    arg, _, _ = sym.infer_shape_partial(data=(2, 0))
+    assert arg[1] == () and arg[2] == (4,)
+    arg, out, _ = sym.infer_shape(data=(2, 6))
+    assert arg[1] == (4, 6) and out[0] == (2, 4)
