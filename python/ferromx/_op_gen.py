@@ -308,9 +308,17 @@ def install_aliases(ns, namespace, nd, ufunc_check=None, also=()):
             ns[alias] = fn
 
 
+def _method_name(d):
+    """A fluent operator's method name: its own, or for a capitalised MXNet name (``Pad``)
+    its first lowercase ``nd`` alias (``x.pad()``), as MXNet's methods are named."""
+    if d["name"][:1].isupper():
+        return next((a for a in d["nd"] if a[:1].islower()), d["name"])
+    return d["name"]
+
+
 def fluent_names():
-    """Operators that are also NDArray methods (``x.exp()``)."""
-    return [d["name"] for d in TABLE if d["fluent"]]
+    """Operators that are also NDArray methods (``x.exp()``), by method name."""
+    return [_method_name(d) for d in TABLE if d["fluent"]]
 
 
 # ----------------------------------------------------------------------------- stubs

@@ -3,7 +3,7 @@
 Operator functions are generated from the native operator table (``_op.py``,
 ``ferromx._op_gen``): one per operator and alias, with MXNet's parameters.
 This module adds the hand-written helpers where MXNet's Python layer does more
-than call one operator (creation routines, ``split``, ``pad``, file I/O).
+than call one operator (creation routines, ``split``, file I/O).
 """
 
 import os
@@ -248,48 +248,6 @@ def split_v2(ary, indices_or_sections, axis=0, squeeze_axis=False):
     return parts[0] if len(parts) == 1 else parts
 
 
-def pad(data, mode="constant", pad_width=None, constant_value=0.0, out=None):
-    """Pads any rank (MXNet: 4-D/5-D only) in 'constant', 'edge' or 'reflect' mode.
-
-    ``pad_width`` is MXNet's flat tuple: (before_0, after_0, before_1, after_1, ...).
-    """
-    if pad_width is None or len(pad_width) != 2 * data.ndim:
-        raise ValueError(
-            f"pad: pad_width must have 2*ndim={2 * data.ndim} entries, got {pad_width}"
-        )
-    res = data
-    for ax in range(data.ndim):
-        b, a = int(pad_width[2 * ax]), int(pad_width[2 * ax + 1])
-        if b < 0 or a < 0:
-            raise ValueError("pad: widths must be non-negative")
-        if b == 0 and a == 0:
-            continue
-        n = res.shape[ax]
-        if mode == "constant":
-            parts = []
-            if b:
-                s = list(res.shape)
-                s[ax] = b
-                parts.append(full(s, constant_value, ctx=res.context, dtype=res.dtype))
-            parts.append(res)
-            if a:
-                s = list(res.shape)
-                s[ax] = a
-                parts.append(full(s, constant_value, ctx=res.context, dtype=res.dtype))
-            res = concat(*parts, dim=ax)
-        elif mode in ("edge", "reflect"):
-            if mode == "reflect" and (b >= n or a >= n):
-                raise ValueError(f"pad: reflect width must be smaller than the axis size {n}")
-            if mode == "edge":
-                idx = [0] * b + list(range(n)) + [n - 1] * a
-            else:
-                idx = list(range(b, 0, -1)) + list(range(n)) + list(range(n - 2, n - 2 - a, -1))
-            res = take(res, array(idx, dtype="int64", ctx=res.context), axis=ax)  # noqa: F821
-        else:
-            raise ValueError(f"pad: unknown mode {mode!r} (constant, edge, reflect)")
-    return _finish(res, out)
-
-
 def imdecode(str_img, clip_rect=(0, 0, 0, 0), out=None, index=0, channels=3, mean=None):
     """MXNet's deprecated legacy decoder (use ``mx.image.imdecode``): image bytes to a
     (channels, H, W) float32 array (``mean``'s dtype when given) in OpenCV's BGR order,
@@ -441,7 +399,6 @@ Flatten = flatten  # noqa: F821
 Concat = concat
 SliceChannel = split
 SwapAxis = swapaxes  # noqa: F821
-Pad = pad
 crop = slice
 Cast = cast  # noqa: F821
 

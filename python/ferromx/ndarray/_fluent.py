@@ -8,7 +8,7 @@ from .. import _op_gen
 from .ndarray import NDArray
 
 # ``nd`` functions written in Python (not single operators) that are also methods.
-_PY_FLUENT = ["maximum", "minimum", "pad", "split_v2"]
+_PY_FLUENT = ["maximum", "minimum", "split_v2"]
 
 
 def method_names():

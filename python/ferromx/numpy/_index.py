@@ -302,8 +302,18 @@ def pad(array, pad_width, mode="constant", **kwargs):
         raise TypeError(f"pad: unexpected keyword arguments {sorted(kwargs)}")
     if not isinstance(value, numbers.Number):
         raise NotImplementedError("pad: only a scalar constant_values is supported")
+    widths = _pad_widths(pad_width, x.ndim)
+    for ax, (b, a) in enumerate(widths):
+        if (b or a) and x.shape[ax] == 0 and mode != "constant":
+            raise ValueError(f"pad: can't extend empty axis {ax} using modes other than "
+                             f"'constant'")
+    if mode in ("constant", "edge") or (mode == "reflect" and all(
+            b < n and a < n for (b, a), n in zip(widths, x.shape) if b or a)):
+        # one engine operator (MXNet's Pad; repeated reflection falls through)
+        return _nd.pad(x, mode=mode, pad_width=tuple(w for p in widths for w in p),
+                       constant_value=float(value))
     res = x
-    for ax, (b, a) in enumerate(_pad_widths(pad_width, x.ndim)):
+    for ax, (b, a) in enumerate(widths):
         if b == 0 and a == 0:
             continue
         if res.shape[ax] == 0 and mode != "constant":

@@ -751,10 +751,11 @@ _FNS = build()
 def _install_fluent():
     from .. import _op_gen
 
-    for op in _op_gen.fluent_names():
-        d = _spec.BY_NAME[op]
-        for public in _op_gen.nd_names(d)[:1]:
-            if public in ("reshape",) or hasattr(Symbol, public):
+    for d in _op_gen.TABLE:
+        if not d["fluent"]:
+            continue
+        for public in [_op_gen._method_name(d)]:
+            if public in ("reshape",) or hasattr(Symbol, public) or public not in _FNS:
                 continue
             fn = _FNS[public]
 

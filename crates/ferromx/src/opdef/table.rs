@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 28] {
+fn families() -> [&'static [OpDef]; 29] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -38,6 +38,7 @@ fn families() -> [&'static [OpDef]; 28] {
         ops::vision::DEFS,
         ops::sparse_reg::DEFS,
         ops::detect::DEFS,
+        ops::pad::DEFS,
         ops::DEFS,
     ]
 }

@@ -19,6 +19,7 @@ pub mod loss_head;
 pub mod nn;
 pub mod norm;
 pub mod optim;
+pub mod pad;
 pub mod par;
 pub mod pool;
 pub mod random;
