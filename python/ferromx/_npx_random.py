@@ -16,7 +16,7 @@ def bernoulli(prob=None, logit=None, size=None, dtype=None, ctx=None, out=None):
     if (prob is None) == (logit is None):
         raise ValueError("bernoulli: Either `prob` or `logit` must be specified, but not both.")
     if prob is not None:
-        _npr._check("bernoulli", "prob must be in [0, 1]", (prob,), lambda v: (v >= 0) & (v <= 1))
+        prob = _npr._check("bernoulli", "prob must be in [0, 1]", prob, 0.0, 1.0)
     p = prob if prob is not None else (_nd.sigmoid(logit) if isinstance(logit, _nd.NDArray)
                                        else float(1.0 / (1.0 + _onp.exp(-logit))))
     u = _npr.uniform(0.0, 1.0, size=_npr._size(size, (p,), "bernoulli"), ctx=_npr._ctx(ctx, (p,)))

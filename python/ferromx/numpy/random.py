@@ -162,18 +162,29 @@ def randn(*size, **kwargs):
     return normal(size=size or None, **kwargs)
 
 
-def _check(fn, what, params, ok):
-    """MXNet's ValueError for a parameter (scalar or array) outside its domain:
-    ``ok(values)`` is an elementwise test on a NumPy array."""
-    for p in params:
-        vals = p.asnumpy() if isinstance(p, _nd.NDArray) else _onp.asarray(p, dtype="float64")
-        if vals.size and not _onp.all(ok(vals)):
-            raise ValueError(f"{fn}: {what} (got {vals.min() if vals.ndim else vals})")
+def _check(fn, what, p, lower, upper=None, inclusive=True):
+    """``p`` if it lies in ``[lower, upper]`` (open unless ``inclusive``), with MXNet's
+    ``ValueError`` (``f"{fn}: {what}"``) otherwise: a number is checked here; an array
+    through the engine operator ``_check_domain``, whose result the sampler then reads, so
+    the error comes at the read as MXNet's kernels raise it, and nothing waits for the
+    array's values at the call."""
+    if isinstance(p, _nd.NDArray):
+        return _native.invoke_np("_check_domain", [p], lower=float(lower), inclusive=inclusive,
+                                 upper=None if upper is None else float(upper), what=what,
+                                 caller=fn)
+    v = _onp.asarray(p, dtype="float64")
+    hi = _onp.inf if upper is None else upper
+    ok = (v >= lower) & (v <= hi) if inclusive else (v > lower) & (v < hi)
+    if v.size and not _onp.all(ok):
+        raise ValueError(f"{fn}: {what} (got {v.min() if v.ndim else v})")
+    return p
 
 
-def _positive(fn, *params, strict=True):
-    _check(fn, "parameters must be positive" if strict else "parameters must be non-negative",
-           params, (lambda v: v > 0) if strict else (lambda v: v >= 0))
+def _positive(fn, strict=True, **params):
+    """The parameters (in order), each :func:`_check`-ed to be ``> 0`` (``>= 0`` unless
+    ``strict``), with MXNet's wording (``expect scale >= 0``)."""
+    return [_check(fn, f"expect {name} {'>' if strict else '>='} 0", p, 0.0,
+                   inclusive=not strict) for name, p in params.items()]
 
 
 def _from_unit(fn, params, size, ctx, dtype, transform, out):
@@ -206,35 +217,35 @@ def laplace(loc=0.0, scale=1.0, size=None, dtype=None, ctx=None, out=None):
 
 def rayleigh(scale=1.0, size=None, ctx=None, out=None):
     """Rayleigh samples: ``scale * sqrt(-2 log(1 - u))``."""
-    _positive("rayleigh", scale, strict=False)
+    (scale,) = _positive("rayleigh", strict=False, scale=scale)
     return _from_unit("rayleigh", (scale,), size, ctx, None,
                       lambda u, s: s * _nd.sqrt(-2.0 * _nd.log1p(-u)), out)
 
 
 def exponential(scale=1.0, size=None, ctx=None, out=None):
     """Exponential samples with mean ``scale``."""
-    _positive("exponential", scale, strict=False)
+    (scale,) = _positive("exponential", strict=False, scale=scale)
     return _from_unit("exponential", (scale,), size, ctx, None,
                       lambda u, s: -s * _nd.log1p(-u), out)
 
 
 def weibull(a, size=None, ctx=None, out=None):
     """Weibull samples of shape ``a``: ``(-log(1 - u)) ** (1 / a)``."""
-    _positive("weibull", a)
+    (a,) = _positive("weibull", a=a)
     return _from_unit("weibull", (a,), size, ctx, None,
                       lambda u, k: (-_nd.log1p(-u)) ** (1.0 / k), out)
 
 
 def pareto(a, size=None, ctx=None, out=None):
     """Pareto II (Lomax) samples, as NumPy's: ``(1 - u) ** (-1 / a) - 1``."""
-    _positive("pareto", a)
+    (a,) = _positive("pareto", a=a)
     return _from_unit("pareto", (a,), size, ctx, None,
                       lambda u, k: _nd.exp(-_nd.log1p(-u) / k) - 1.0, out)
 
 
 def power(a, size=None, ctx=None, out=None):
     """Power-distribution samples on [0, 1]: ``u ** (1 / a)``."""
-    _positive("power", a)
+    (a,) = _positive("power", a=a)
     return _from_unit("power", (a,), size, ctx, None, lambda u, k: u ** (1.0 / k), out)
 
 
@@ -242,7 +253,7 @@ def gamma(shape, scale=1.0, size=None, dtype=None, ctx=None, out=None):
     """Gamma samples with ``shape`` (k) and ``scale`` (theta)."""
     ps = (shape, scale)
     shp, ctx, dt = _size(size, ps, "gamma"), _ctx(ctx, ps), _dtype(dtype, ps)
-    _positive("gamma", shape, scale)
+    shape, scale = _positive("gamma", shape=shape, scale=scale)
     if not any(isinstance(p, _nd.NDArray) for p in ps):
         return _out(_draw("_random_gamma", shp, ctx, dt, alpha=float(shape),
                           beta=float(scale)), out)

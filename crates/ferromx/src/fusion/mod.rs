@@ -462,7 +462,7 @@ fn push_single(nd: &Node, ext: &[View]) {
     };
     let Some(out) = nd.out.clone() else { return };
     let ctx = out.chunk.ctx;
-    let call = OpCall { def: nd.def, nums, ints: SmallVec::new(), inputs, outputs: vec![out] };
+    let call = OpCall { def: nd.def, nums, ints: SmallVec::new(), label: None, inputs, outputs: vec![out] };
     if let KernelSlot::Call(f) = nd.def.kernel(ctx) {
         crate::storage::push_op_call_deferred(call, *f, nd.label.clone());
     }

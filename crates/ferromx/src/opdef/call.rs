@@ -28,6 +28,9 @@ pub struct OpCall {
     /// at its kernel; what is here is everything a kernel needs besides the
     /// views, so a call stays plain, inspectable data.
     pub ints: SmallVec<[i64; 8]>,
+    /// Text a kernel puts in the error it raises (the function a check runs for and what
+    /// it expects: `exponential: expect scale >= 0`); `None` for almost every call.
+    pub label: Option<std::sync::Arc<str>>,
     pub(crate) inputs: Vec<View>,
     pub(crate) outputs: Vec<View>,
 }
@@ -39,6 +42,7 @@ impl OpCall {
             def,
             nums: SmallVec::new(),
             ints: SmallVec::new(),
+            label: None,
             inputs: ins.iter().map(|x| x.view()).collect(),
             outputs: outs.iter().map(|x| x.view()).collect(),
         }
@@ -55,6 +59,12 @@ impl OpCall {
     /// The same call with integer parameters.
     pub fn with_ints(mut self, ints: &[i64]) -> OpCall {
         self.ints = SmallVec::from_slice(ints);
+        self
+    }
+
+    /// The same call with a label for its kernel's errors.
+    pub fn with_label(mut self, label: impl Into<std::sync::Arc<str>>) -> OpCall {
+        self.label = Some(label.into());
         self
     }
 

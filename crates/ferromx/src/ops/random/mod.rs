@@ -5,6 +5,7 @@
 //! kernels over [`OpCall`]s in `cpu.rs`.
 
 mod cpu;
+pub mod domain;
 #[cfg(test)]
 mod tests;
 mod zipfian;
