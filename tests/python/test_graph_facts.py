@@ -73,11 +73,32 @@ def test_native_graph_functions():
 
 
 def test_partial_data_shape_leaves_the_weight_for_later():
-    """A 0 (unknown) data dimension the weight depends on: the weight stays unknown until
-    the data shape is given, then infers (MXNet 1.9.1 raises on this partial shape; the
-    bias, which does not depend on it, is known)."""
+    """A 0 (unknown) data dimension the weight depends on: the weight is partial until the
+    data shape is given, then infers (MXNet 1.9.1 raises on this partial shape)."""
     sym = mx.sym.FullyConnected(mx.sym.var("data"), num_hidden=4, name="fc")
     arg, _, _ = sym.infer_shape_partial(data=(2, 0))
-    assert arg[1] == () and arg[2] == (4,)
+    assert arg[1] == (4, 0) and arg[2] == (4,)
     arg, out, _ = sym.infer_shape(data=(2, 6))
     assert arg[1] == (4, 6) and out[0] == (2, 4)
+
+
+def test_partial_weight_shape_reaches_a_cast_variable():
+    """MXNet's test_symbol_infer_shape: the weight behind a cast gets (64, 0, 7, 7) while
+    the data's channels are unknown."""
+    data = mx.sym.Variable("data", shape=(1, 0, 0, 0))
+    weight = mx.sym.Variable("weight")
+    conv = mx.sym.Convolution(data=mx.sym.cast(data, dtype="float16"),
+                              weight=mx.sym.cast(weight, dtype="float16"), pad=(3, 3),
+                              num_filter=64, stride=(2, 2), no_bias=True, kernel=(7, 7))
+    arg, _, _ = conv.infer_shape_partial()
+    shapes = dict(zip(conv.list_arguments(), arg))
+    assert shapes["data"] == (1, 0, 0, 0) and shapes["weight"] == (64, 0, 7, 7)
+
+
+def test_numpy_integers_in_tuple_attributes_are_written_as_python_numbers():
+    import numpy as onp
+    sym = mx.sym.transpose(mx.sym.var("x"), axes=(onp.int64(1), onp.int64(0)))
+    node = json.loads(sym.tojson())["nodes"][-1]
+    assert node["attrs"]["axes"] == "(1, 0)"
+    out = sym.bind(mx.cpu(), {"x": mx.nd.array([[1, 2, 3]])}).forward()[0]
+    assert out.shape == (3, 1)

@@ -120,3 +120,15 @@ def test_resize_errors():
         nd.UpSampling(nd.ones((1, 1, 2, 2)), scale=2, sample_type="cubic")
     with pytest.raises(mx.base.MXNetError, match=r"AdaptiveAvgPooling2D: .*must be 4-d"):
         nd.contrib.AdaptiveAvgPooling2D(nd.ones((1, 2, 2)), output_size=1)
+
+
+def test_same_convention_accepts_a_zero_pad_of_any_length():
+    """MXNet's test_valid_max_pooling_pad_type_same passes pad=(0, 0, 0) with a 1-d
+    kernel: 'same' computes its own padding, so a zero pad is ignored; a non-zero one is
+    still an error."""
+    x = nd.array(np.random.default_rng(0).random((1, 1, 10)).astype(np.float32))
+    out = nd.Pooling(x, kernel=2, stride=2, pad=(0, 0, 0), pool_type="max",
+                     pooling_convention="same")
+    assert out.shape == (1, 1, 5)
+    with pytest.raises(mx.base.MXNetError, match="does not take pad"):
+        nd.Pooling(x, kernel=2, stride=2, pad=(1,), pool_type="max", pooling_convention="same")

@@ -185,14 +185,17 @@ def _partial_forward(node, ins, dts):
 
 
 def _param_rules(node, shapes):
+    """The table's parameter shapes for ``node``'s parameter inputs, partial ones too (a
+    convolution's weight ``(64, 0, 7, 7)`` while the data's channels are unknown), on
+    whatever feeds them (a variable, or a ``cast`` whose input then gets the shape
+    backward), as MXNet's ``FInferShape`` fills them in."""
     if not node.inputs:
         return
     data = shapes.get((id(node.inputs[0][0]), node.inputs[0][1]))
     for k, shp in _spec.param_shapes(node.op, node.attrs, data).items():
-        if k in node.in_names and node.in_names.index(k) < len(node.inputs):
+        if k in node.in_names and node.in_names.index(k) < len(node.inputs) and shp:
             src, idx = node.inputs[node.in_names.index(k)]
-            if src.op is None and all(d > 0 for d in shp):
-                shapes.set((id(src), idx), shp, node.name)
+            shapes.set((id(src), idx), shp, node.name)
 
 
 def _forward(node, shapes, dtype_of):

@@ -183,6 +183,9 @@ def attr_str(value):
         return value
     if isinstance(value, list):
         value = tuple(value)
+    if isinstance(value, tuple):  # NumPy scalars inside print as np.int64(0) (NumPy 2)
+        value = tuple(v.item() if hasattr(v, "item") and not isinstance(v, str) else v
+                      for v in value)
     if isinstance(value, type) or hasattr(value, "type"):  # numpy dtype or scalar type
         try:
             import numpy as np

@@ -233,7 +233,11 @@ pub fn pool_shapes(name: &str, p: &PoolParams, xs: &[usize]) -> Result<(PoolGeom
         if s.contains(&0) {
             return Err(Error::value(name, format!("stride must be positive, got {}", fmt_dims(&s))));
         }
-        (p.kernel.clone(), s, fix(&p.pad, 0, "pad")?)
+        // 'same' computes its own padding: a zero pad of any length is accepted, as MXNet
+        // does (its test passes `pad=(0, 0, 0)` with a 1-d kernel)
+        let pad =
+            if p.convention == "same" && p.pad.iter().all(|&v| v == 0) { vec![0; nk] } else { fix(&p.pad, 0, "pad")? };
+        (p.kernel.clone(), s, pad)
     };
     if p.convention == "same" && !p.global {
         if nk != 1 || p.kind != PoolKind::Max {
