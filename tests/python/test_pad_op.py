@@ -116,3 +116,13 @@ def test_np_pad_runs_one_operator_for_mxnet_modes():
     # repeated reflection (wider than the axis) still works through the composition
     np.testing.assert_array_equal(mnp.pad(mnp.array(a), 5, mode="reflect").asnumpy(),
                                   np.pad(a, 5, mode="reflect"))
+
+
+def test_empty_axes_and_one_dimension():
+    got = nd.pad(nd.zeros((0, 3)), mode="constant", pad_width=(1, 1, 0, 0), constant_value=2)
+    np.testing.assert_array_equal(got.asnumpy(), np.full((2, 3), 2.0, np.float32))
+    with pytest.raises(MXNetError, match="empty axis has no edge"):
+        nd.pad(nd.zeros((0, 3)), mode="edge", pad_width=(1, 1, 0, 0)).wait_to_read()
+    v = np.arange(5, dtype=np.float32)
+    np.testing.assert_array_equal(nd.pad(nd.array(v), mode="reflect", pad_width=(4, 4)).asnumpy(),
+                                  np.pad(v, 4, mode="reflect"))

@@ -4,7 +4,7 @@
 use crate::dtype::Elem;
 use crate::engine::OpFailure;
 use crate::opdef::OpCall;
-use crate::ops::par::{chunked, PAR_MIN};
+use crate::ops::par::{planes, PAR_MIN};
 use crate::storage::Kernel;
 use crate::with_dtype;
 
@@ -77,16 +77,53 @@ fn walk(
     }
 }
 
-/// `Pad`'s forward.
+/// `Pad`'s forward, whole output rows at a time: a row whose outer position reads the
+/// data copies the data's row into its middle and maps only the border columns; a row in
+/// the constant region is filled. Pieces of whole rows are spread over the cores.
 pub(super) fn pad_kernel(c: &OpCall, k: &Kernel) -> KResult {
     let in_dims = k.in_shape(0).dims().to_vec();
     let maps = index_maps(c, &in_dims);
     let value = c.nums.first().copied().unwrap_or(0.0);
+    let nd = in_dims.len();
+    if nd == 0 {
+        with_dtype!(k.out_dtype(0), T, k.output::<T>(0).copy_from_slice(k.input::<T>(0)));
+        return Ok(());
+    }
+    let out_dims: Vec<usize> = maps.iter().map(Vec::len).collect();
+    let (inner, n_in) = (out_dims[nd - 1], in_dims[nd - 1]);
+    let before = c.ints[2 * nd - 1] as usize;
+    let mut in_strides = vec![1usize; nd];
+    for ax in (0..nd - 1).rev() {
+        in_strides[ax] = in_strides[ax + 1] * in_dims[ax + 1];
+    }
+    // the data row an output row reads, if any
+    let source = |mut row: usize| -> Option<usize> {
+        let mut base = Some(0usize);
+        for ax in (0..nd - 1).rev() {
+            let idx = row % out_dims[ax];
+            row /= out_dims[ax];
+            base = base.zip(maps[ax][idx]).map(|(s, i)| s + i * in_strides[ax]);
+        }
+        base
+    };
+    let rows_per_piece = (PAR_MIN / inner.max(1)).max(1);
+    let last = &maps[nd - 1];
     with_dtype!(k.out_dtype(0), T, {
         let (x, o) = (k.input::<T>(0), k.output::<T>(0));
         let fill = T::from_f64(value);
-        chunked(o, PAR_MIN, |start, chunk| {
-            walk(&maps, &in_dims, start, chunk.len(), |oi, src| chunk[oi - start] = src.map_or(fill, |s| x[s]));
+        planes(o, rows_per_piece * inner, PAR_MIN, |p, piece| {
+            for (r, orow) in piece.chunks_mut(inner).enumerate() {
+                match source(p * rows_per_piece + r) {
+                    None => orow.fill(fill),
+                    Some(b) => {
+                        let xrow = &x[b..b + n_in];
+                        orow[before..before + n_in].copy_from_slice(xrow);
+                        for col in (0..before).chain(before + n_in..inner) {
+                            orow[col] = last[col].map_or(fill, |i| xrow[i]);
+                        }
+                    }
+                }
+            }
         });
     });
     Ok(())
