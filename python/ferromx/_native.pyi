@@ -319,7 +319,7 @@ def op_table() -> list[dict[str, Any]]:
     """The operator table: one dict per operator (name, nd/np/npx aliases, fluent, inputs,
     outputs, aux, params as (name, type, default, doc), doc, grad, mutates, infer, cpu, gpu,
     scalar, example, graph (a dict: inputs / visible / param_shapes, whether the operator
-    has that rule; input_shapes likewise; same_shape; named_outputs, total ('visible', a
+    has that rule; input_shapes and out_dtypes likewise; same_shape; named_outputs, total ('visible', a
     count or 'rule'), json_name, json_aliases, input_init);
     binary operators also scalar_op and rscalar_op)."""
 
@@ -348,6 +348,10 @@ def op_input_shapes(
     **attrs: Any,
 ) -> list[list[int] | None]:
     """Input shapes of a graph node from its partial input and output shapes."""
+
+def op_graph_dtypes(name: str, first: str, **attrs: Any) -> list[str] | None:
+    """A graph node's visible output dtypes from its first input's (operators with a
+    dtype rule; ``None`` otherwise)."""
 
 def array_from_buffer(
     obj: _Buffer, shape: Sequence[int], dtype: str, ctx: str, np: bool = False

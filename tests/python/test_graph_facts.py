@@ -8,6 +8,7 @@ import json
 import os
 
 import ferromx as mx
+import numpy as np
 import pytest
 from ferromx import _native
 from ferromx.symbol import _spec
@@ -102,3 +103,26 @@ def test_numpy_integers_in_tuple_attributes_are_written_as_python_numbers():
     assert node["attrs"]["axes"] == "(1, 0)"
     out = sym.bind(mx.cpu(), {"x": mx.nd.array([[1, 2, 3]])}).forward()[0]
     assert out.shape == (3, 1)
+
+
+@pytest.mark.parametrize("ret_typ,want", [
+    # recorded with MXNet 1.9.1: topk(x: float64, k=2, dtype='int32').infer_type
+    ("value", ["float64"]), ("indices", ["int32"]), ("both", ["float64", "int32"]),
+    ("mask", ["float64"]),
+])
+def test_topk_output_dtypes_come_from_the_table(ret_typ, want):
+    sym = mx.sym.topk(mx.sym.var("x"), ret_typ=ret_typ, k=2, dtype="int32")
+    _, out, _ = sym.infer_type(x="float64")
+    assert [np.dtype(t).name for t in out] == want
+
+
+def test_inference_code_names_no_operator():
+    """The type and shape passes hold no operator's name: per-operator facts are the
+    table's."""
+    import inspect
+    import re
+
+    from ferromx.symbol import _infer
+    src = inspect.getsource(_infer)
+    assert not re.search(r'== "(topk|split|concat|FullyConnected|Convolution|BatchNorm)"', src)
+    assert not re.search(r'"(FullyConnected|Convolution|Pooling|BatchNorm|topk)":', src)

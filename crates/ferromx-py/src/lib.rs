@@ -356,6 +356,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(table::op_graph_outputs, m)?)?;
     m.add_function(wrap_pyfunction!(table::op_param_shapes, m)?)?;
     m.add_function(wrap_pyfunction!(table::op_input_shapes, m)?)?;
+    m.add_function(wrap_pyfunction!(table::op_graph_dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(ndarray::array_from_buffer, m)?)?;
     m.add_function(wrap_pyfunction!(waitall, m)?)?;
     m.add_function(wrap_pyfunction!(image::imdecode, m)?)?;

@@ -73,6 +73,7 @@ fn def_dict<'py>(py: Python<'py>, d: &OpDef) -> PyResult<Bound<'py, PyDict>> {
     gd.set_item("param_shapes", g.param_shapes.is_some())?;
     gd.set_item("same_shape", g.same_shape)?;
     gd.set_item("input_shapes", g.input_shapes.is_some())?;
+    gd.set_item("out_dtypes", g.out_dtypes.is_some())?;
     gd.set_item("json_name", g.json_name)?;
     gd.set_item("json_aliases", g.json_aliases.to_vec())?;
     gd.set_item("input_init", g.input_init.iter().copied().collect::<std::collections::HashMap<_, _>>())?;
@@ -169,4 +170,18 @@ pub fn op_input_shapes(
     let out =
         GraphForm::input_shapes(def_of(name)?, &to_attrs(attrs)?, &conv(inputs), &conv(outputs)).map_err(to_py_err)?;
     Ok(out.into_iter().map(|s| s.map(|s| s.dims().to_vec())).collect())
+}
+
+/// The visible outputs' dtype names of a graph node of operator `name` whose first input
+/// has dtype `first`, for an operator with a dtype rule (`None` without one).
+#[pyfunction]
+#[pyo3(signature = (name, first, **attrs))]
+pub fn op_graph_dtypes(
+    name: &str,
+    first: &str,
+    attrs: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Option<Vec<&'static str>>> {
+    let first = DType::from_name(first).map_err(to_py_err)?;
+    let out = GraphForm::out_dtypes(def_of(name)?, &to_attrs(attrs)?, first).map_err(to_py_err)?;
+    Ok(out.map(|v| v.into_iter().map(|d| d.name()).collect()))
 }

@@ -312,10 +312,11 @@ def _out_dtypes(node, ins):
     first = next((t for t in ins if t is not None), None)
     params = _spec.params(op)
     dt = attrs.get("dtype")
-    if op == "topk":
-        idx = np.dtype((dt or "float32").strip("'\"")).type
-        kind = attrs.get("ret_typ", "indices").strip("'\"")
-        return [first, idx][:n] if kind == "both" else [first if kind in ("value",) else idx]
+    if _spec.BY_NAME[op]["graph"]["out_dtypes"]:  # the table's rule (topk's indices)
+        if first is None:
+            return [None] * n
+        names = _native.op_graph_dtypes(op, np.dtype(first).name, **_spec._typed(op, attrs))
+        return [np.dtype(t).type for t in names][:n]
     if "dtype" in params and dt not in (None, "None"):
         return [np.dtype(dt.strip("'\"")).type] * n
     if not node.inputs:

@@ -194,6 +194,11 @@ pub type ParamShapesFn = fn(&Invocation<'_>, Option<&Shape>) -> Result<Vec<(&'st
 /// rule says nothing.
 pub type InputShapesFn = fn(&Invocation<'_>, &[Option<Shape>], &[Option<Shape>]) -> Result<Vec<Option<Shape>>>;
 
+/// The dtypes of a node's visible outputs from its first input's dtype, for an operator
+/// whose outputs do not all share one dtype (topk's values and indices): a graph's type
+/// pass runs before shapes are known, so it cannot run the operator's inference.
+pub type OutDtypesFn = fn(&Invocation<'_>, DType) -> Result<Vec<DType>>;
+
 /// How many outputs MXNet's graph node of an operator has in all (`FNumOutputs`): its
 /// graph JSON counts hidden outputs in `node_row_ptr`, and a node with several names its
 /// outputs by number.
@@ -234,6 +239,9 @@ pub struct GraphForm {
     pub same_shape: bool,
     /// Input shapes from output shapes.
     pub input_shapes: Option<InputShapesFn>,
+    /// Output dtypes without shapes (`None`: all outputs take the `dtype` attribute if the
+    /// operator has one, else the first input's dtype).
+    pub out_dtypes: Option<OutDtypesFn>,
     /// MXNet's name for the operator in graph JSON where the table's differs (`Reshape`
     /// for `reshape`): what a graph written by ferromx says, so MXNet can load it.
     pub json_name: Option<&'static str>,
@@ -256,6 +264,7 @@ impl GraphForm {
         param_shapes: None,
         same_shape: false,
         input_shapes: None,
+        out_dtypes: None,
         json_name: None,
         json_aliases: &[],
         input_init: &[],
@@ -305,6 +314,15 @@ impl GraphForm {
         } else {
             vec!["output".to_string()]
         })
+    }
+
+    /// The visible outputs' dtypes of a node of `def` whose first input has dtype `first`
+    /// (see [`OutDtypesFn`]); `None` when the operator has no rule.
+    pub fn out_dtypes(def: &'static OpDef, attrs: &Attrs, first: DType) -> Result<Option<Vec<DType>>> {
+        match def.graph.out_dtypes {
+            Some(f) => f(&Invocation::params(def, attrs), first).map(Some).map_err(|e| e.in_op(def.name)),
+            None => Ok(None),
+        }
     }
 
     /// Input shapes of a node of `def` from its partial input and output shapes (see

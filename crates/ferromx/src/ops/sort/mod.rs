@@ -331,6 +331,17 @@ fn infer_sort(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>>
     Ok(vec![Meta { shape: s, dtype, ctx: ins[0].ctx }])
 }
 
+/// topk's output dtypes from the data's: values and masks in the data's dtype, indices in
+/// the `dtype` attribute's.
+fn topk_dtypes(i: &Invocation<'_>, data: DType) -> Result<Vec<DType>> {
+    let idx = i.dtype("dtype", DType::F32)?;
+    Ok(match TopKRet::parse(&i.str("ret_typ")?)? {
+        TopKRet::Value | TopKRet::Mask => vec![data],
+        TopKRet::Indices => vec![idx],
+        TopKRet::Both => vec![data, idx],
+    })
+}
+
 fn infer_topk(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
     let i = Invocation::params(def, a);
     let x = &ins[0];
@@ -413,6 +424,7 @@ pub static DEFS: &[OpDef] = &[
             )
         },
         graph: crate::opdef::GraphForm {
+            out_dtypes: Some(topk_dtypes),
             visible: Some(|i| Ok(if i.str("ret_typ")? == "both" { 2 } else { 1 })),
             // the values beside the indices, hidden unless both are returned
             total: crate::opdef::OutputCount::Rule(|i| {
