@@ -133,10 +133,7 @@ pub fn op_graph_inputs(name: &str, attrs: Option<&Bound<'_, PyDict>>) -> PyResul
 #[pyfunction]
 #[pyo3(signature = (name, **attrs))]
 pub fn op_graph_outputs(name: &str, attrs: Option<&Bound<'_, PyDict>>) -> PyResult<(usize, usize, Vec<String>)> {
-    let (d, a) = (def_of(name)?, to_attrs(attrs)?);
-    let visible = GraphForm::visible_outputs(d, &a).map_err(to_py_err)?;
-    let total = GraphForm::total_outputs(d, &a).map_err(to_py_err)?;
-    Ok((visible, total, GraphForm::output_names(d, &a).map_err(to_py_err)?))
+    GraphForm::outputs(def_of(name)?, &to_attrs(attrs)?).map_err(to_py_err)
 }
 
 /// Parameter shapes of a graph node of operator `name` from its (partial, 0 = unknown)

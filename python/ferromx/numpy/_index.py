@@ -316,9 +316,6 @@ def pad(array, pad_width, mode="constant", **kwargs):
     for ax, (b, a) in enumerate(widths):
         if b == 0 and a == 0:
             continue
-        if res.shape[ax] == 0 and mode != "constant":
-            raise ValueError(f"pad: can't extend empty axis {ax} using modes other than "
-                             f"'constant'")
         parts = []
         if b:
             parts.append(_pad_side(res, ax, b, mode, True, value))

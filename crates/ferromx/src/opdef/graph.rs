@@ -123,28 +123,35 @@ impl GraphForm {
         }
     }
 
-    /// How many outputs a node of `def` with attributes `attrs` has in all.
-    pub fn total_outputs(def: &'static OpDef, attrs: &Attrs) -> Result<usize> {
+    /// A node's outputs: how many it shows, how many it has in all (hidden ones
+    /// included), and MXNet's names of the visible ones (`output`, `mean`, `var`;
+    /// `output0`, `output1`; or `output`), the suffixes of `list_outputs`.
+    pub fn outputs(def: &'static OpDef, attrs: &Attrs) -> Result<(usize, usize, Vec<String>)> {
         let visible = Self::visible_outputs(def, attrs)?;
         let total = match def.graph.total {
             OutputCount::Visible => visible,
             OutputCount::Fixed(n) => n,
             OutputCount::Rule(f) => f(&Invocation::params(def, attrs)).map_err(|e| e.in_op(def.name))?,
-        };
-        Ok(total.max(visible))
-    }
-
-    /// MXNet's names of the visible outputs of a node (`output`, `mean`, `var`;
-    /// `output0`, `output1`; or `output`), the suffixes of `list_outputs`.
-    pub fn output_names(def: &'static OpDef, attrs: &Attrs) -> Result<Vec<String>> {
-        let n = Self::visible_outputs(def, attrs)?;
-        Ok(if def.graph.named_outputs {
-            def.outputs.iter().take(n).map(|s| s.to_string()).collect()
-        } else if Self::total_outputs(def, attrs)? > 1 {
-            (0..n).map(|i| format!("output{i}")).collect()
+        }
+        .max(visible);
+        let names = if def.graph.named_outputs {
+            def.outputs.iter().take(visible).map(|s| s.to_string()).collect()
+        } else if total > 1 {
+            (0..visible).map(|i| format!("output{i}")).collect()
         } else {
             vec!["output".to_string()]
-        })
+        };
+        Ok((visible, total, names))
+    }
+
+    /// How many outputs a node of `def` with attributes `attrs` has in all.
+    pub fn total_outputs(def: &'static OpDef, attrs: &Attrs) -> Result<usize> {
+        Ok(Self::outputs(def, attrs)?.1)
+    }
+
+    /// MXNet's names of the visible outputs of a node (see [`GraphForm::outputs`]).
+    pub fn output_names(def: &'static OpDef, attrs: &Attrs) -> Result<Vec<String>> {
+        Ok(Self::outputs(def, attrs)?.2)
     }
 
     /// The visible outputs' dtypes of a node of `def` whose first input has dtype `first`

@@ -106,6 +106,12 @@ impl PadSpec {
         Shape::new(&d)
     }
 
+    /// The data shape a padded shape came from (the gradient's shape).
+    fn unpadded(&self, padded: &Shape) -> Shape {
+        let d: Vec<usize> = padded.dims().iter().zip(&self.widths).map(|(n, (b, a))| n.saturating_sub(b + a)).collect();
+        Shape::new(&d)
+    }
+
     /// `[mode, then (before, after) per axis]`: the kernels' `ints`.
     fn ints(&self) -> Vec<i64> {
         let mut v = vec![self.mode as i64];
@@ -130,8 +136,7 @@ pub fn pad(x: &NDArray, spec: &PadSpec) -> Result<NDArray> {
 /// The gradient of [`pad`]: each element of `g` added to the input position it was read
 /// from (`constant` positions read none).
 pub fn pad_backward(g: &NDArray, spec: &PadSpec) -> Result<NDArray> {
-    let d: Vec<usize> = g.dims().iter().zip(&spec.widths).map(|(n, (b, a))| n.saturating_sub(b + a)).collect();
-    let out = NDArray::empty(Shape::new(&d), g.dtype(), g.ctx())?;
+    let out = NDArray::empty(spec.unpadded(g.shape()), g.dtype(), g.ctx())?;
     if out.size() > 0 {
         push_call(OpCall::new(&DEFS[1], &[g], &[&out]).with_ints(&spec.ints()))?;
     }
@@ -185,8 +190,7 @@ fn backward_spec(i: &Invocation<'_>, g: &Shape) -> Result<PadSpec> {
 fn infer_backward(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
     let i = Invocation::params(def, a);
     let spec = backward_spec(&i, &ins[0].shape)?;
-    let d: Vec<usize> = ins[0].shape.dims().iter().zip(&spec.widths).map(|(n, (b, a))| n - b - a).collect();
-    Ok(vec![Meta { shape: Shape::new(&d), ..ins[0].clone() }])
+    Ok(vec![Meta { shape: spec.unpadded(&ins[0].shape), ..ins[0].clone() }])
 }
 
 const PARAMS: &[ParamDef] = &[
