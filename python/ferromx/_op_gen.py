@@ -37,6 +37,14 @@ _SCALAR_FNS = {
     "And": lambda x, y: 1 if x and y else 0,
     "Or": lambda x, y: 1 if x or y else 0,
     "Xor": lambda x, y: 1 if bool(x) ^ bool(y) else 0,
+    "Arctan2": math.atan2,
+    "Copysign": math.copysign,
+    "Ldexp": lambda x, y: x * 2.0 ** y,
+    "Fmax": lambda x, y: _onp.fmax(x, y).item(),
+    "Fmin": lambda x, y: _onp.fmin(x, y).item(),
+    "Fmod": lambda x, y: _onp.fmod(x, y).item(),
+    "Gcd": lambda x, y: _onp.gcd(x, y).item(),
+    "Lcm": lambda x, y: _onp.lcm(x, y).item(),
 }
 _SCALAR_TYPES = (int, float, _onp.generic)
 
@@ -291,13 +299,16 @@ def install_aliases(ns, namespace, nd, ufunc_check=None, also=()):
             if alias in ns:
                 continue
             names = nd_names(d)
+            contrib = contrib_names(d)
+            # an np-only operator (``_npi_arctan2``) has no nd function to start from
             fn = (getattr(nd, names[0]) if names
-                  else getattr(nd.contrib, contrib_names(d)[0]))
+                  else getattr(nd.contrib, contrib[0]) if contrib else None)
             scalar = d["scalar"]
             onp_fn = getattr(_onp, alias, None)
             if namespace == "np" and scalar is not None:
                 ufunc = isinstance(onp_fn, _onp.ufunc)
-                own = (names and fn is generated.get(names[0]) and not d["params"]
+                from_table = fn is None or (names and fn is generated.get(names[0]))
+                own = (from_table and not d["params"]
                        and ufunc_check is not None and (ufunc or alias in also))
                 if scalar[0] == "unary" and own:
                     fn = make_np_unary(d, alias, nd, onp_fn if ufunc else None, ufunc_check)
@@ -305,6 +316,8 @@ def install_aliases(ns, namespace, nd, ufunc_check=None, also=()):
                     fn = make_np_binary(d, alias, nd, ufunc_check)
                 elif scalar[0] == "unary" and ufunc:
                     fn = _np_unary(fn, onp_fn, nd.NDArray)
+            if fn is None:
+                raise RuntimeError(f"{d['name']}: no function to bind as {namespace}.{alias}")
             ns[alias] = fn
 
 

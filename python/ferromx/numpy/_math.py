@@ -8,7 +8,6 @@ length are read on the host, as MXNet does), so gradients come from autograd.
 """
 
 import builtins
-import math as _pymath
 import numbers
 
 import numpy as _onp
@@ -23,7 +22,6 @@ __all__ = [
     "allclose",
     "alltrue",
     "any",
-    "arctan2",
     "argwhere",
     "around",
     "array_equal",
@@ -34,7 +32,6 @@ __all__ = [
     "bitwise_not",
     "bitwise_or",
     "bitwise_xor",
-    "copysign",
     "count_nonzero",
     "cross",
     "einsum",
@@ -51,7 +48,6 @@ __all__ = [
     "isneginf",
     "isposinf",
     "kron",
-    "ldexp",
     "nan_to_num",
     "outer",
     "percentile",
@@ -211,17 +207,6 @@ def _half_even(x):
 round = round_ = around
 
 
-def copysign(x1, x2, out=None):
-    """``x1``'s magnitude with ``x2``'s sign."""
-    x1 = _a(x1)
-    x1 = x1 if _is_float(x1) else x1.astype(_default_float())
-    if not isinstance(x2, _nd.NDArray):
-        return _out(_nd.abs(x1) * _pymath.copysign(1.0, float(x2)), out)
-    x2 = _a(x2)
-    sign = 1.0 - 2.0 * signbit(x2).astype(x1._dtype_name)
-    return _out(_nd.abs(x1) * sign, out)
-
-
 def fabs(x, out=None):
     """Absolute values (float)."""
     x = _a(x)
@@ -231,43 +216,6 @@ def fabs(x, out=None):
 def positive(x, out=None):
     """``+x`` (a copy)."""
     return _out(_a(x).copy(), out)
-
-
-def arctan2(x1, x2, out=None):
-    """The quadrant-aware arc tangent of ``x1 / x2`` with IEEE's special cases (signed
-    zeros: ``arctan2(+-0, -0) = +-pi``; infinities: ``arctan2(+-inf, -inf) = +-3pi/4``),
-    composed of recorded operators (differentiable)."""
-    y, x = _a(x1), _a(x2)
-    # one float dtype for both: the wider float, a float operand's over an integer one,
-    # the default float for two integer operands
-    fy, fx = _is_float(y), _is_float(x)
-    if fy and fx:
-        dt = _onp.promote_types(y._dtype_name, x._dtype_name).name
-    else:
-        dt = y._dtype_name if fy else x._dtype_name if fx else _default_float()
-    y = y if y._dtype_name == dt else y.astype(dt)
-    x = x if x._dtype_name == dt else x.astype(dt)
-    shp = _onp.broadcast_shapes(y.shape, x.shape)
-    y = y if y.shape == shp else y.broadcast_to(shp)
-    x = x if x.shape == shp else x.broadcast_to(shp)
-    ay, ax = _nd.abs(y), _nd.abs(x)
-    # the angle of (|x|, |y|) in [0, pi/2]; 0/0 and inf/inf are NaN in the division
-    both_zero, both_inf = (ay == 0) & (ax == 0), (ay == _onp.inf) & (ax == _onp.inf)
-    safe = both_zero | both_inf
-    one = _nd.ones_like(ay)
-    t = _nd.arctan(_nd.where(safe, one, ay) / _nd.where(safe, one, ax))
-    t = _nd.where(both_zero, t * 0, t)  # arctan(1) already is pi/4 for inf/inf
-    t = _nd.where(signbit(x), _nd.ones_like(t) * _onp.pi - t, t)
-    return _out(_nd.where(signbit(y), -t, t), out)
-
-
-def ldexp(x1, x2, out=None):
-    """``x1 * 2 ** x2``."""
-    x1 = _a(x1)
-    x1 = x1 if _is_float(x1) else x1.astype(_default_float())
-    if isinstance(x2, _nd.NDArray):
-        return _out(x1 * (2.0 ** _a(x2).astype(x1._dtype_name)), out)
-    return _out(x1 * (2.0 ** x2), out)
 
 
 def float_power(x1, x2, out=None):

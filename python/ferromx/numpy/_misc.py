@@ -1,6 +1,7 @@
 """``mx.np`` interpolation, binning, windows and integer helpers composed of engine
 operators (``interp``, ``trapz``, ``searchsorted``, ``digitize``, ``histogram``, the
-``hamming``/``hanning``/``blackman`` windows, ``gcd``/``lcm``, ``fmod``/``fmax``/``fmin``)."""
+``hamming``/``hanning``/``blackman`` windows). ``gcd``/``lcm`` and ``fmod``/``fmax``/``fmin``
+are table operators (``_npi_gcd`` ...), bound by the operator table."""
 
 import builtins
 import numbers
@@ -8,68 +9,18 @@ import numbers
 import numpy as _onp
 
 from .. import ndarray as _nd
-from ._math import _a, _default_float, _is_float, _out, any, isnan
+from ._math import _a, _default_float, _is_float
 
 __all__ = [
     "blackman",
     "digitize",
-    "fmax",
-    "fmin",
-    "fmod",
-    "gcd",
     "hamming",
     "hanning",
     "histogram",
     "interp",
-    "lcm",
     "searchsorted",
     "trapz",
 ]
-
-
-def fmax(x1, x2, out=None):
-    """Elementwise maximum ignoring NaNs."""
-    x1, x2 = _a(x1), _a(x2)
-    m = _nd.broadcast_maximum(x1, x2)
-    m = _nd.where(isnan(x1).broadcast_to(m.shape), x2.broadcast_to(m.shape), m)
-    return _out(_nd.where(isnan(x2).broadcast_to(m.shape), x1.broadcast_to(m.shape), m), out)
-
-
-def fmin(x1, x2, out=None):
-    """Elementwise minimum ignoring NaNs."""
-    x1, x2 = _a(x1), _a(x2)
-    m = _nd.broadcast_minimum(x1, x2)
-    m = _nd.where(isnan(x1).broadcast_to(m.shape), x2.broadcast_to(m.shape), m)
-    return _out(_nd.where(isnan(x2).broadcast_to(m.shape), x1.broadcast_to(m.shape), m), out)
-
-
-def fmod(x1, x2, out=None):
-    """The C remainder (sign of ``x1``)."""
-    x1 = _a(x1)
-    q = _nd.trunc(x1 / x2)
-    return _out(x1 - q * x2, out)
-
-
-def gcd(x1, x2, out=None):
-    """Greatest common divisor of integer arrays (Euclid's algorithm, on the engine)."""
-    a, b = _nd.abs(_a(x1)), _nd.abs(_a(x2))
-    shp = _onp.broadcast_shapes(a.shape, b.shape)
-    a, b = a.broadcast_to(shp), b.broadcast_to(shp)
-    for _ in range(128):
-        if not builtins.bool(any(b)):
-            break
-        zero = b == 0
-        safe = _nd.where(zero, _nd.ones_like(b), b)
-        a, b = _nd.where(zero, a, b), _nd.where(zero, b, _nd.broadcast_mod(a, safe))
-    return _out(a, out)
-
-
-def lcm(x1, x2, out=None):
-    """Least common multiple of integer arrays."""
-    a, b = _nd.abs(_a(x1)), _nd.abs(_a(x2))
-    g = gcd(a, b)
-    safe = _nd.where(g == 0, _nd.ones_like(g), g)
-    return _out(_nd.where(g == 0, g, (a / safe).astype(g._dtype_name) * b), out)
 
 
 def interp(x, xp, fp, left=None, right=None, period=None):

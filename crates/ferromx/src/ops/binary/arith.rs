@@ -26,6 +26,16 @@ pub trait Arith: Elem {
     fn neg(self) -> Self;
     /// |a|
     fn abs_(self) -> Self;
+    /// max ignoring NaN (`fmax`)
+    fn fmax_(self, b: Self) -> Self;
+    /// min ignoring NaN (`fmin`)
+    fn fmin_(self, b: Self) -> Self;
+    /// The C remainder (sign of the dividend); integer division by zero gives 0.
+    fn fmod_(self, b: Self) -> Self;
+    /// Greatest common divisor (integers; other dtypes never reach it).
+    fn gcd_(self, b: Self) -> Self;
+    /// Least common multiple (integers; other dtypes never reach it).
+    fn lcm_(self, b: Self) -> Self;
     /// Whether this is a NaN.
     fn is_nan(self) -> bool {
         false
@@ -110,6 +120,32 @@ macro_rules! float_arith {
                 } else {
                     b
                 }
+            }
+            #[inline(always)]
+            fn fmax_(self, b: Self) -> Self {
+                if self.is_nan() || b > self {
+                    b
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn fmin_(self, b: Self) -> Self {
+                if self.is_nan() || b < self {
+                    b
+                } else {
+                    self
+                }
+            }
+            #[inline(always)]
+            fn fmod_(self, b: Self) -> Self {
+                <$t>::from_f64((<$w>::from(self) % <$w>::from(b)) as f64)
+            }
+            fn gcd_(self, _b: Self) -> Self {
+                <$t>::from_f64(f64::NAN) // rejected at the call: integers only
+            }
+            fn lcm_(self, _b: Self) -> Self {
+                <$t>::from_f64(f64::NAN)
             }
             #[inline(always)]
             fn neg(self) -> Self {
@@ -217,6 +253,37 @@ macro_rules! int_arith {
                 }
             }
             #[inline(always)]
+            fn fmax_(self, b: Self) -> Self {
+                self.max_(b)
+            }
+            #[inline(always)]
+            fn fmin_(self, b: Self) -> Self {
+                self.min_(b)
+            }
+            #[inline(always)]
+            fn fmod_(self, b: Self) -> Self {
+                if b == 0 {
+                    0
+                } else {
+                    self.wrapping_rem(b)
+                }
+            }
+            fn gcd_(self, b: Self) -> Self {
+                // in i128, so the minimum's magnitude does not overflow
+                let (mut x, mut y) = ((self as i128).abs(), (b as i128).abs());
+                while y != 0 {
+                    (x, y) = (y, x % y);
+                }
+                x as $t
+            }
+            fn lcm_(self, b: Self) -> Self {
+                let g = self.gcd_(b) as i128;
+                if g == 0 {
+                    return 0;
+                }
+                ((self as i128).abs() / g * (b as i128).abs()) as $t
+            }
+            #[inline(always)]
             fn neg(self) -> Self {
                 (0 as $t).wrapping_sub(self)
             }
@@ -260,6 +327,21 @@ impl Arith for bool {
         self | b
     }
     fn min_(self, b: Self) -> Self {
+        self & b
+    }
+    fn fmax_(self, b: Self) -> Self {
+        self | b
+    }
+    fn fmin_(self, b: Self) -> Self {
+        self & b
+    }
+    fn fmod_(self, _b: Self) -> Self {
+        false
+    }
+    fn gcd_(self, b: Self) -> Self {
+        self | b
+    }
+    fn lcm_(self, b: Self) -> Self {
         self & b
     }
     fn neg(self) -> Self {

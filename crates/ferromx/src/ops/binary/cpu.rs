@@ -44,8 +44,27 @@ macro_rules! dispatch_binop {
             BinOp::And => $f($($args,)* |a: $T, b: $T| b2t::<$T>(truthy(a) && truthy(b))),
             BinOp::Or => $f($($args,)* |a: $T, b: $T| b2t::<$T>(truthy(a) || truthy(b))),
             BinOp::Xor => $f($($args,)* |a: $T, b: $T| b2t::<$T>(truthy(a) != truthy(b))),
+            BinOp::Arctan2 => $f($($args,)* |a: $T, b: $T| <$T>::from_f64(a.to_f64().atan2(b.to_f64()))),
+            BinOp::Copysign => $f($($args,)* |a: $T, b: $T| <$T>::from_f64(a.to_f64().copysign(b.to_f64()))),
+            BinOp::Ldexp => $f($($args,)* |a: $T, b: $T| <$T>::from_f64(ldexp(a.to_f64(), b.to_f64()))),
+            BinOp::Fmax => $f($($args,)* |a: $T, b: $T| a.fmax_(b)),
+            BinOp::Fmin => $f($($args,)* |a: $T, b: $T| a.fmin_(b)),
+            BinOp::Fmod => $f($($args,)* |a: $T, b: $T| a.fmod_(b)),
+            BinOp::Gcd => $f($($args,)* |a: $T, b: $T| a.gcd_(b)),
+            BinOp::Lcm => $f($($args,)* |a: $T, b: $T| a.lcm_(b)),
         }
     };
+}
+
+/// `a * 2 ** e`, with `2 ** e` applied in two halves so a tiny `a` with a huge `e`
+/// (or the reverse) does not overflow or flush to zero on the way; `0 * 2 ** inf` is 0.
+#[inline(always)]
+fn ldexp(a: f64, e: f64) -> f64 {
+    if a == 0.0 || !a.is_finite() {
+        return a;
+    }
+    let h = (e * 0.5).trunc();
+    a * h.exp2() * (e - h).exp2()
 }
 
 /// Broadcasting kernel: `out = f(a, b)` with `a`, `b` read through broadcast strides.
@@ -196,6 +215,14 @@ pub(crate) fn scalar_apply<T: Arith>(op: BinOp, reverse: bool, s: f64, x: &[T], 
         BinOp::And => run!(|p: T, q: T| b2t::<T>(truthy(p) && truthy(q))),
         BinOp::Or => run!(|p: T, q: T| b2t::<T>(truthy(p) || truthy(q))),
         BinOp::Xor => run!(|p: T, q: T| b2t::<T>(truthy(p) != truthy(q))),
+        BinOp::Arctan2 => run!(|p: T, q: T| T::from_f64(p.to_f64().atan2(q.to_f64()))),
+        BinOp::Copysign => run!(|p: T, q: T| T::from_f64(p.to_f64().copysign(q.to_f64()))),
+        BinOp::Ldexp => run!(|p: T, q: T| T::from_f64(ldexp(p.to_f64(), q.to_f64()))),
+        BinOp::Fmax => run!(|p: T, q: T| p.fmax_(q)),
+        BinOp::Fmin => run!(|p: T, q: T| p.fmin_(q)),
+        BinOp::Fmod => run!(|p: T, q: T| p.fmod_(q)),
+        BinOp::Gcd => run!(|p: T, q: T| p.gcd_(q)),
+        BinOp::Lcm => run!(|p: T, q: T| p.lcm_(q)),
     }
 }
 

@@ -65,6 +65,22 @@ pub enum BinOp {
     Or,
     /// logical xor
     Xor,
+    /// The quadrant-aware arc tangent of `a / b` (NumPy's `arctan2`; float result).
+    Arctan2,
+    /// `a`'s magnitude with `b`'s sign (float result).
+    Copysign,
+    /// `a * 2 ** b` (float result).
+    Ldexp,
+    /// Elementwise maximum ignoring NaN (NaN only where both are).
+    Fmax,
+    /// Elementwise minimum ignoring NaN.
+    Fmin,
+    /// The C remainder: the sign of the dividend (NumPy's `fmod`).
+    Fmod,
+    /// Greatest common divisor of integers (non-negative).
+    Gcd,
+    /// Least common multiple of integers (non-negative).
+    Lcm,
 }
 
 impl BinOp {
@@ -78,21 +94,16 @@ impl BinOp {
     }
     /// The scalar operator computing `op(x, s)` (or `op(s, x)` with `reverse`).
     pub fn scalar_def(self, reverse: bool) -> &'static OpDef {
-        let (op, rev) = match (self, reverse) {
-            (op, false) => (op, false),
-            (BinOp::Sub | BinOp::Div | BinOp::Mod | BinOp::Pow, true) => (self, true),
-            (BinOp::Gt, true) => (BinOp::Lt, false),
-            (BinOp::Ge, true) => (BinOp::Le, false),
-            (BinOp::Lt, true) => (BinOp::Gt, false),
-            (BinOp::Le, true) => (BinOp::Ge, false),
-            (op, true) => (op, false), // commutative
-        };
-        match (op, rev) {
-            (BinOp::Sub, true) => &DEFS[2 * N_BINOP],
-            (BinOp::Div, true) => &DEFS[2 * N_BINOP + 1],
-            (BinOp::Mod, true) => &DEFS[2 * N_BINOP + 2],
-            (BinOp::Pow, true) => &DEFS[2 * N_BINOP + 3],
-            (op, _) => &DEFS[N_BINOP + op as usize],
+        match (self, reverse) {
+            (op, false) => &DEFS[N_BINOP + op as usize],
+            (BinOp::Gt, true) => BinOp::Lt.scalar_def(false),
+            (BinOp::Ge, true) => BinOp::Le.scalar_def(false),
+            (BinOp::Lt, true) => BinOp::Gt.scalar_def(false),
+            (BinOp::Le, true) => BinOp::Ge.scalar_def(false),
+            (op, true) => match reversed_slot(op) {
+                Some(i) => &DEFS[2 * N_BINOP + i],
+                None => op.scalar_def(false), // commutative
+            },
         }
     }
     /// MXNet operator name.
@@ -105,23 +116,84 @@ impl BinOp {
     }
     fn differentiable(self) -> bool {
         use BinOp::*;
-        matches!(self, Add | Sub | Mul | Div | Mod | Pow | Max | Min | Hypot)
+        matches!(self, Add | Sub | Mul | Div | Mod | Pow | Max | Min | Hypot | Arctan2 | Copysign | Ldexp | Fmax | Fmin | Fmod)
+    }
+
+    /// Functions NumPy computes in floating point only: integer and bool operands are
+    /// cast to float32 (MXNet's default float) before the kernel runs.
+    pub fn float_only(self) -> bool {
+        matches!(self, BinOp::Arctan2 | BinOp::Copysign | BinOp::Ldexp)
+    }
+
+    /// Functions NumPy defines on integers only (`gcd`, `lcm`).
+    pub fn int_only(self) -> bool {
+        matches!(self, BinOp::Gcd | BinOp::Lcm)
+    }
+
+    /// The dtype `op` computes in for operands promoted to `dt`: float32 for an integer
+    /// pair of a float-only function; an error for a float pair of an integer-only one.
+    pub fn compute_dtype(self, name: &str, dt: DType) -> Result<DType> {
+        if self.float_only() && !dt.is_float() {
+            return Ok(DType::F32);
+        }
+        if self.int_only() && (dt.is_float() || dt == DType::Bool) {
+            return Err(Error::dtype(
+                name,
+                format!("ufunc '{}' is not supported for {} operands (integers only)", self.numpy_name(), dt.name()),
+            ));
+        }
+        Ok(dt)
+    }
+
+    /// NumPy's name for the function (for messages).
+    fn numpy_name(self) -> &'static str {
+        self.def().aliases.np.first().copied().unwrap_or(self.def().name)
     }
 }
 
 /// Number of [`BinOp`] functions.
-pub(crate) const N_BINOP: usize = 18;
+pub(crate) const N_BINOP: usize = 26;
+
+/// Where `op`'s reversed scalar form (`op(s, x)`) sits among the reversed operators
+/// at the end of [`DEFS`]; `None` for a commutative function or a comparison.
+const fn reversed_slot(op: BinOp) -> Option<usize> {
+    use BinOp::*;
+    match op {
+        Sub => Some(0),
+        Div => Some(1),
+        Mod => Some(2),
+        Pow => Some(3),
+        Arctan2 => Some(4),
+        Copysign => Some(5),
+        Ldexp => Some(6),
+        Fmod => Some(7),
+        _ => None,
+    }
+}
 
 const NOT_DIFF: &str = "comparison and logical results are piecewise constant: no gradient flows";
 const SCALAR: &[ParamDef] = &[param("scalar", ParamKind::Float, Some("1.0"), "The scalar operand.")];
 const EX2: Example = Example { shapes: &[&[2, 3], &[1, 3]], attrs: "", range: (0.5, 1.5) };
 const EX1: Example = Example { shapes: &[&[2, 3]], attrs: "scalar=1.7", range: (0.5, 1.5) };
 
+const NOT_DIFF_INT: &str = "gcd and lcm are defined on integers: no gradient flows";
+
 const fn grad_of(op: BinOp) -> Grad {
     use BinOp::*;
     match op {
-        Add | Sub | Mul | Div | Mod | Pow | Max | Min | Hypot => Grad::Fn(grad),
+        Add | Sub | Mul | Div | Mod | Pow | Max | Min | Hypot | Arctan2 | Copysign | Ldexp | Fmax | Fmin | Fmod => {
+            Grad::Fn(grad)
+        }
+        Gcd | Lcm => Grad::None(NOT_DIFF_INT),
         _ => Grad::None(NOT_DIFF),
+    }
+}
+
+/// The finite-difference examples: float operands, none for the integer-only functions.
+const fn examples_of(op: BinOp) -> (Option<Example>, Option<Example>) {
+    match op {
+        BinOp::Gcd | BinOp::Lcm => (None, None),
+        _ => (Some(EX2), Some(EX1)),
     }
 }
 
@@ -144,7 +216,7 @@ macro_rules! binary {
                 grad: grad_of(BinOp::$op),
                 cpu: KernelSlot::Call(cpu::run_broadcast),
                 scalar: Some(ScalarForm::Binary(BinOp::$op)),
-                example: Some(EX2),
+                example: examples_of(BinOp::$op).0,
                 graph: GraphForm { json_aliases: legacy_names(BinOp::$op).0, ..GraphForm::PLAIN },
                 ..OpDef::BASE
             }, )*
@@ -158,7 +230,7 @@ macro_rules! binary {
                 grad: grad_of(BinOp::$op),
                 cpu: KernelSlot::Call(cpu::run_scalar),
                 scalar: Some(ScalarForm::Scalar(BinOp::$op, false)),
-                example: Some(EX1),
+                example: examples_of(BinOp::$op).1,
                 graph: GraphForm { json_aliases: legacy_names(BinOp::$op).1, ..GraphForm::PLAIN },
                 ..OpDef::BASE
             }, )*
@@ -166,6 +238,10 @@ macro_rules! binary {
             rscalar(BinOp::Div, "_rdiv_scalar"),
             rscalar(BinOp::Mod, "_rmod_scalar"),
             rscalar(BinOp::Pow, "_rpower_scalar"),
+            rscalar(BinOp::Arctan2, "_npi_rarctan2_scalar"),
+            rscalar(BinOp::Copysign, "_npi_rcopysign_scalar"),
+            rscalar(BinOp::Ldexp, "_npi_rldexp_scalar"),
+            rscalar(BinOp::Fmod, "_npi_rfmod_scalar"),
         ];
     };
 }
@@ -233,6 +309,17 @@ binary! {
     And "broadcast_logical_and" ["logical_and"] ["logical_and"] "_logical_and_scalar" "1 where both are non-zero, else 0.";
     Or "broadcast_logical_or" ["logical_or"] ["logical_or"] "_logical_or_scalar" "1 where either is non-zero, else 0.";
     Xor "broadcast_logical_xor" ["logical_xor"] ["logical_xor"] "_logical_xor_scalar" "1 where exactly one is non-zero, else 0.";
+    Arctan2 "_npi_arctan2" [] ["arctan2"] "_npi_arctan2_scalar"
+        "The arc tangent of `lhs / rhs` in the quadrant of `(rhs, lhs)`, with IEEE's signed zeros and infinities (float; integers compute in float32).";
+    Copysign "_npi_copysign" [] ["copysign"] "_npi_copysign_scalar"
+        "`lhs`'s magnitude with `rhs`'s sign, `-0.0` included (float; integers compute in float32).";
+    Ldexp "_npi_ldexp" [] ["ldexp"] "_npi_ldexp_scalar" "`lhs * 2 ** rhs` (float; integers compute in float32).";
+    Fmax "_npi_fmax" [] ["fmax"] "_npi_fmax_scalar" "Elementwise maximum ignoring NaN: NaN only where both operands are NaN.";
+    Fmin "_npi_fmin" [] ["fmin"] "_npi_fmin_scalar" "Elementwise minimum ignoring NaN: NaN only where both operands are NaN.";
+    Fmod "_npi_fmod" [] ["fmod"] "_npi_fmod_scalar"
+        "The C remainder of `lhs / rhs`, with the dividend's sign (integer division by zero gives 0).";
+    Gcd "_npi_gcd" [] ["gcd"] "_npi_gcd_scalar" "Greatest common divisor of integer arrays (non-negative; `gcd(0, 0) = 0`).";
+    Lcm "_npi_lcm" [] ["lcm"] "_npi_lcm_scalar" "Least common multiple of integer arrays (non-negative; 0 where either is 0).";
 }
 
 fn binop(def: &OpDef) -> (BinOp, bool) {
@@ -249,14 +336,17 @@ fn infer_binary(def: &OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
         return Err(Error::Context { op: def.name.into(), a: a.ctx.to_string(), b: b.ctx.to_string() });
     }
     let shape = Shape::broadcast(def.name, &a.shape, &b.shape)?;
-    Ok(vec![Meta { shape, dtype: DType::promote(a.dtype, b.dtype), ctx: a.ctx }])
+    let dtype = binop(def).0.compute_dtype(def.name, DType::promote(a.dtype, b.dtype))?;
+    Ok(vec![Meta { shape, dtype, ctx: a.ctx }])
 }
 
 fn infer_scalar(def: &OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
     use BinOp::*;
     let x = &ins[0];
-    let bool_arith = x.dtype == DType::Bool && matches!(binop(def).0, Add | Sub | Mul | Div | Mod | Pow);
-    Ok(vec![Meta { shape: x.shape.clone(), dtype: if bool_arith { DType::I64 } else { x.dtype }, ctx: x.ctx }])
+    let op = binop(def).0;
+    let bool_arith = x.dtype == DType::Bool && matches!(op, Add | Sub | Mul | Div | Mod | Pow);
+    let dtype = if bool_arith { DType::I64 } else { op.compute_dtype(def.name, x.dtype)? };
+    Ok(vec![Meta { shape: x.shape.clone(), dtype, ctx: x.ctx }])
 }
 
 fn forward_binary(inv: &Invocation<'_>) -> Result<Vec<NDArray>> {
@@ -268,9 +358,10 @@ fn forward_scalar(inv: &Invocation<'_>) -> Result<Vec<NDArray>> {
     Ok(vec![user_scalar_op(op, inv.x(0)?, inv.f64("scalar")?, rev)?])
 }
 
-fn unify(op: &str, a: &NDArray, b: &NDArray) -> Result<(NDArray, NDArray, DType)> {
-    check_ctx(op, a, b)?;
-    let dt = DType::promote(a.dtype(), b.dtype());
+fn unify(op: BinOp, a: &NDArray, b: &NDArray) -> Result<(NDArray, NDArray, DType)> {
+    let name = op.def().name;
+    check_ctx(name, a, b)?;
+    let dt = op.compute_dtype(name, DType::promote(a.dtype(), b.dtype()))?;
     // An integer or bool operand promoted to a float gets a zero gradient, as MXNet's
     // mixed-precision kernels give it (a plain cast would pass the float gradient back).
     let cast = |x: &NDArray| {
@@ -289,7 +380,7 @@ fn unify(op: &str, a: &NDArray, b: &NDArray) -> Result<(NDArray, NDArray, DType)
 pub fn binary(op: BinOp, a: &NDArray, b: &NDArray) -> Result<NDArray> {
     let def = op.def();
     let oshape = Shape::broadcast(def.name, a.shape(), b.shape())?;
-    let (a2, b2, dt) = unify(def.name, a, b)?;
+    let (a2, b2, dt) = unify(op, a, b)?;
     let out = NDArray::empty(oshape.clone(), dt, a.ctx())?;
     if oshape.size() > 0 {
         push_call(OpCall::new(def, &[&a2, &b2], &[&out]))?;
@@ -369,8 +460,8 @@ fn binary_deps(op: BinOp) -> (bool, bool, bool) {
     use BinOp::*;
     match op {
         Add | Sub => (false, false, false),
-        Mul | Mod | Max | Min => (true, true, false),
-        Div => (false, true, true),
+        Mul | Mod | Max | Min | Arctan2 | Copysign | Fmax | Fmin | Fmod => (true, true, false),
+        Div | Ldexp => (false, true, true),
         _ => (true, true, true),
     }
 }
@@ -379,10 +470,14 @@ fn binary_deps(op: BinOp) -> (bool, bool, bool) {
 fn scalar_deps(op: BinOp, reverse: bool) -> (bool, bool) {
     use BinOp::*;
     match (op, reverse) {
-        (Add, _) | (Sub, _) | (Mul, _) | (Div, false) | (Mod, false) => (false, false),
+        (Add, _) | (Sub, _) | (Mul, _) | (Div, false) | (Mod, false) | (Ldexp, false) | (Fmod, false) => {
+            (false, false)
+        }
+        (Copysign, true) => (false, false),
         (Div, true) | (Hypot, _) => (true, true),
-        (Pow, true) => (false, true),
-        (Pow, false) | (Max, _) | (Min, _) | (Mod, true) => (true, false),
+        (Pow, true) | (Ldexp, true) => (false, true),
+        (Pow, false) | (Max, _) | (Min, _) | (Mod, true) | (Arctan2, _) | (Copysign, false) | (Fmax, _) | (Fmin, _)
+        | (Fmod, true) => (true, false),
         _ => (true, true),
     }
 }
@@ -402,6 +497,15 @@ pub fn user_scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<N
 /// As in MXNet's `nd`, the result keeps `a`'s dtype (the scalar is cast).
 pub fn scalar_op(op: BinOp, a: &NDArray, s: f64, reverse: bool) -> Result<NDArray> {
     let def = op.scalar_def(reverse);
+    let dt = op.compute_dtype(def.name, a.dtype())?;
+    let cast;
+    let a = if dt == a.dtype() {
+        a
+    } else {
+        // an integer operand of a float-only function: zero gradient, as `unify` gives
+        cast = ops::astype_zero_grad(a, dt)?;
+        &cast
+    };
     let out = NDArray::empty(a.shape().clone(), a.dtype(), a.ctx())?;
     if a.size() > 0 {
         push_call(OpCall::new(def, &[a], &[&out]).with_nums(&[s]))?;
@@ -450,6 +554,30 @@ fn binary_grad(op: BinOp, a: &NDArray, b: &NDArray, o: &NDArray, g: &NDArray) ->
             (mul(g, &m)?, mul(g, &ops::scalar_r(BinOp::Sub, &m, 1.0)?)?)
         }
         BinOp::Hypot => (mul(g, &div(a, o)?)?, mul(g, &div(b, o)?)?),
+        BinOp::Arctan2 => {
+            // d/da atan2(a, b) = b / (a² + b²), d/db = -a / (a² + b²)
+            let den = ops::add(&mul(a, a)?, &mul(b, b)?)?;
+            (div(&mul(g, b)?, &den)?, neg(&div(&mul(g, a)?, &den)?)?)
+        }
+        BinOp::Copysign => {
+            // MXNet's copysign_grad: 1 where the signs (`>= 0`) agree, else -1; rhs: 0
+            let differ = binary(BinOp::Xor, &ops::scalar(BinOp::Ge, a, 0.0)?, &ops::scalar(BinOp::Ge, b, 0.0)?)?;
+            let sign = ops::scalar(BinOp::Add, &ops::scalar(BinOp::Mul, &differ, -2.0)?, 1.0)?;
+            (mul(g, &sign)?, ops::zeros_like(g)?)
+        }
+        BinOp::Ldexp => {
+            // d/da a·2^b = 2^b; d/db = a·2^b·ln 2
+            let ga = mul(g, &ops::scalar_r(BinOp::Pow, b, 2.0)?)?;
+            (ga, mul(g, &ops::scalar(BinOp::Mul, o, std::f64::consts::LN_2)?)?)
+        }
+        BinOp::Fmax | BinOp::Fmin => {
+            // the operand the result took: `a` where it wins or `b` is NaN
+            let cmp = if op == BinOp::Fmax { BinOp::Ge } else { BinOp::Le };
+            let m = binary(BinOp::Or, &binary(cmp, a, b)?, &binary(BinOp::Ne, b, b)?)?;
+            (mul(g, &m)?, mul(g, &ops::scalar_r(BinOp::Sub, &m, 1.0)?)?)
+        }
+        BinOp::Fmod if !a.dtype().is_float() => (ops::zeros_like(g)?, ops::zeros_like(g)?),
+        BinOp::Fmod => (g.clone(), neg(&mul(g, &ops::unary(ops::UnaryOp::Trunc, &div(a, b)?)?)?)?),
         _ => (sub(g, g)?, sub(g, g)?),
     })
 }
@@ -472,6 +600,30 @@ fn scalar_grad(op: BinOp, reverse: bool, x: &NDArray, o: &NDArray, g: &NDArray, 
             let q = ops::unary(ops::UnaryOp::Floor, &scalar_r(BinOp::Div, x, s)?)?;
             ops::neg(&mul(g, &q)?)?
         }
+        (BinOp::Fmod, _) if !x.dtype().is_float() => ops::zeros_like(g)?,
+        (BinOp::Fmod, false) => g.clone(),
+        (BinOp::Fmod, true) => {
+            let q = ops::unary(ops::UnaryOp::Trunc, &scalar_r(BinOp::Div, x, s)?)?;
+            ops::neg(&mul(g, &q)?)?
+        }
+        // atan2(x, s)' = s / (x² + s²); atan2(s, x)' = -s / (s² + x²)
+        (BinOp::Arctan2, rev) => {
+            let den = scalar(BinOp::Add, &mul(x, x)?, s * s)?;
+            mul(g, &scalar_r(BinOp::Div, &den, if rev { -s } else { s })?)?
+        }
+        (BinOp::Copysign, false) => {
+            // ±1 by whether x's sign (`>= 0`) agrees with s's, as MXNet's copysign_grad
+            let pos = scalar(BinOp::Ge, x, 0.0)?;
+            let sign = if s >= 0.0 { scalar(BinOp::Sub, &scalar(BinOp::Mul, &pos, 2.0)?, 1.0)? } else {
+                scalar_r(BinOp::Sub, &scalar(BinOp::Mul, &pos, 2.0)?, 1.0)?
+            };
+            mul(g, &sign)?
+        }
+        (BinOp::Ldexp, false) => scalar(BinOp::Mul, g, s.exp2())?,
+        (BinOp::Ldexp, true) => mul(g, &scalar(BinOp::Mul, o, std::f64::consts::LN_2)?)?,
+        (BinOp::Fmax | BinOp::Fmin, _) if s.is_nan() => g.clone(),
+        (BinOp::Fmax, _) => mul(g, &scalar(BinOp::Ge, x, s)?)?,
+        (BinOp::Fmin, _) => mul(g, &scalar(BinOp::Le, x, s)?)?,
         _ => ops::zeros_like(g)?,
     })
 }
