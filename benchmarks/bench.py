@@ -93,6 +93,18 @@ def bench_nd(nd, mx, q, name):
     chain()
     r["np_dispatch_us"] = best(chain, 3 if q else 5) / 10000 * 1e6
     r["np_dispatch_sync_us"] = best(chain_sync, 3 if q else 5) / 10000 * 1e6
+
+    def ufuncs():
+        # np ufuncs that were Python compositions in ferromx before session 16
+        for _ in range(1000):
+            mx.np.arctan2(x, x)
+            mx.np.equal(x, x)
+            mx.np.isnan(x)
+            mx.np.fmod(x, 1.5) if hasattr(mx.np, "fmod") else mx.np.mod(x, 1.5)
+        mx.nd.waitall()
+
+    ufuncs()
+    r["np_ufunc_us"] = best(ufuncs, 3 if q else 5) / 4000 * 1e6
     x = xn
     a = nd.random.uniform(shape=(1000, 1000))
     nd.waitall()
@@ -288,6 +300,7 @@ ROWS = [
     ("dispatch_sync_us", "... with wait_to_read() every op (µs/op)", "lower"),
     ("np_dispatch_us", "x = x + 1 on a 1x2 np.ndarray, 10k ops (µs/op)", "lower"),
     ("np_dispatch_sync_us", "... with wait_to_read() every op (µs/op)", "lower"),
+    ("np_ufunc_us", "np.arctan2/equal/isnan/fmod on 1x2, 4k calls (µs/call)", "lower"),
     ("sgemm_gflops", "sgemm 1000x1000 (GFLOP/s)", "higher"),
     ("add16m_ms", "add, 16M float32 (ms)", "lower"),
     ("exp16m_ms", "exp, 16M float32 (ms)", "lower"),

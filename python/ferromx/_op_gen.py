@@ -47,6 +47,10 @@ _SCALAR_FNS = {
     "Lcm": lambda x, y: _onp.lcm(x, y).item(),
 }
 _SCALAR_TYPES = (int, float, _onp.generic)
+# NumPy's function for a legacy comparison whose np name belongs to the bool-valued
+# ``_npi_*`` operator (``nd.lesser`` of a NumPy array runs ``numpy.less``)
+_LEGACY_NUMPY_NAMES = {"Eq": "equal", "Ne": "not_equal", "Gt": "greater",
+                       "Ge": "greater_equal", "Lt": "less", "Le": "less_equal"}
 
 
 def is_binary(d):
@@ -170,7 +174,7 @@ def make_ufunc(d, public, env):
     broadcasting operator, an array and a Python scalar run its scalar form."""
     op, sop, rop = d["name"], d["scalar_op"], d["rscalar_op"]
     scalar_fn = _SCALAR_FNS[d["scalar"][1]]
-    np_name = d["np"][0] if d["np"] else None
+    np_name = d["np"][0] if d["np"] else _LEGACY_NUMPY_NAMES.get(d["scalar"][1])
     invoke, finish, NDArray, array = env.invoke, env.finish, env.NDArray, env.array
 
     def fn(lhs, rhs, out=None, name=None, **kwargs):
@@ -233,13 +237,19 @@ def make_np_unary(d, public, nd, onp_fn, check):
     computed by NumPy's ufunc of the same name (MXNet's np returns a NumPy scalar).
     ``check(name, kwargs)`` raises for any keyword MXNet refuses."""
     op, invoke, finish, NDArray = d["name"], nd.invoke, nd._finish, nd.NDArray
+    bool_result = d["scalar"][0] == "test"
 
     def fn(x, out=None, **kwargs):
         if kwargs:  # the common call passes none: skip the check
             check(public, kwargs)
         if isinstance(x, NDArray):
             res = invoke(op, [x])
-            return res if out is None else finish(res, out)
+            if out is None:
+                return res
+            if bool_result and out.dtype != _onp.bool_:
+                # MXNet 1.9.1 does not cast a test's result into another dtype
+                raise TypeError(f"{public}: out must be a bool array, got {out.dtype}")
+            return finish(res, out)
         if isinstance(x, _SCALAR_TYPES) and onp_fn is not None:
             if out is not None:
                 raise TypeError(f"{public}: out= needs an array input, got a scalar")
@@ -259,8 +269,9 @@ def make_np_binary(d, public, nd, check):
     two arrays run the broadcasting operator, an array and a scalar its scalar form, two
     Python scalars give MXNet's Python result."""
     op, sop, rop = d["name"], d["scalar_op"], d["rscalar_op"]
-    scalar_fn = _SCALAR_FNS[d["scalar"][1]]
     np_name = d["np"][0] if d["np"] else None
+    # a bool-valued comparison (``_npi_equal``) of two scalars gives NumPy's bool, as MXNet
+    scalar_fn = getattr(_onp, np_name) if d["scalar"][2] else _SCALAR_FNS[d["scalar"][1]]
     invoke, finish, NDArray, array = nd.invoke, nd._finish, nd.NDArray, nd.array
 
     def fn(x1, x2, out=None, **kwargs):
@@ -310,7 +321,7 @@ def install_aliases(ns, namespace, nd, ufunc_check=None, also=()):
                 from_table = fn is None or (names and fn is generated.get(names[0]))
                 own = (from_table and not d["params"]
                        and ufunc_check is not None and (ufunc or alias in also))
-                if scalar[0] == "unary" and own:
+                if scalar[0] in ("unary", "test") and own:
                     fn = make_np_unary(d, alias, nd, onp_fn if ufunc else None, ufunc_check)
                 elif scalar[0] == "binary" and own:
                     fn = make_np_binary(d, alias, nd, ufunc_check)

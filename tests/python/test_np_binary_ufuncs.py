@@ -7,11 +7,10 @@ import json
 import math
 import os
 
-import numpy as onp
-import pytest
-
 import ferromx as mx
 import ferromx.numpy as np
+import numpy as onp
+import pytest
 from ferromx import _native
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -189,10 +188,95 @@ def test_each_call_is_one_table_operator():
     assert defs["_npi_arctan2"]["rscalar_op"] == "_npi_rarctan2_scalar"
     assert defs["_npi_fmax"]["rscalar_op"] == "_npi_fmax_scalar"  # commutative
     x = np.array([1.0, 2.0])
+    mx.nd.waitall()  # earlier tests' work must not land in this profile
     mx.profiler.set_config(profile_imperative=True, aggregate_stats=True)
+    mx.profiler.dumps(reset=True)
     mx.profiler.set_state("run")
     np.arctan2(x, x).wait_to_read()
     mx.profiler.set_state("stop")
     table = mx.profiler.dumps(reset=True)
     ops = table.split("Operators:")[1].split("\n\n")[0].splitlines()[2:]
     assert sorted(line.split()[0] for line in ops) == ["WaitForVar", "_npi_arctan2"], table
+
+
+# ----------------------------------------------------------------------------- predicates
+
+SPECIAL = onp.array([onp.nan, onp.inf, -onp.inf, -0.0, 0.0, -2.5, 3.0], "float64")
+
+
+@pytest.mark.parametrize("name", ["isnan", "isinf", "isfinite", "isposinf", "isneginf",
+                                  "signbit", "logical_not"])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "uint8", "int32",
+                                   "int64", "bool"])
+def test_predicates_as_numpy(name, dtype):
+    with onp.errstate(invalid="ignore"):
+        h = SPECIAL.astype(dtype) if dtype.startswith("float") else \
+            onp.array([0, 1, -3, 5], "int64").astype(dtype)
+    got = getattr(np, name)(np.array(h, dtype=dtype))
+    assert got.dtype == onp.bool_
+    onp.testing.assert_array_equal(got.asnumpy(), getattr(onp, name)(h))
+
+
+def test_predicate_out_must_be_bool_and_scalars_give_numpys():
+    out = np.zeros((3,), dtype="bool")
+    r = np.isnan(np.array([1.0, onp.nan, 2.0]), out=out)
+    assert r is out and out.asnumpy().tolist() == [False, True, False]
+    with pytest.raises(TypeError, match="isnan: out must be a bool array"):
+        np.isnan(np.array([1.0]), out=np.zeros((1,)))
+    assert np.isnan(float("nan")) and not np.signbit(1.0)
+    assert np.equal(1, 2) is onp.False_ or np.equal(1, 2) == onp.False_
+
+
+CMP = ["equal", "not_equal", "greater", "greater_equal", "less", "less_equal"]
+
+
+@pytest.mark.parametrize("name", CMP)
+def test_comparisons_are_bool_and_broadcast_as_numpy(name):
+    a = onp.array([[1.0, 2.0, onp.nan], [4.0, 2.0, -1.0]], "float32")
+    b = onp.array([2.0, 2.0, 1.0], "float32")
+    fn, ref = getattr(np, name), getattr(onp, name)
+    for got, want in [(fn(np.array(a), np.array(b)), ref(a, b)),
+                      (fn(np.array(a), 2.0), ref(a, 2.0)),
+                      (fn(2.0, np.array(a)), ref(2.0, a)),
+                      (fn(np.array(onp.nan_to_num(a), dtype="int32"), np.array(b)),
+                       ref(onp.nan_to_num(a).astype("int32"), b))]:
+        assert got.dtype == onp.bool_
+        onp.testing.assert_array_equal(got.asnumpy(), want)
+
+
+def test_operators_on_np_arrays_run_one_comparison():
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([3.0, 2.0, 1.0])
+    mx.nd.waitall()
+    mx.profiler.set_config(profile_imperative=True, aggregate_stats=True)
+    mx.profiler.dumps(reset=True)
+    mx.profiler.set_state("run")
+    r = [x == y, x < y, 2.0 <= x, x != 2.0]
+    mx.nd.waitall()
+    mx.profiler.set_state("stop")
+    table = mx.profiler.dumps(reset=True)
+    ops = table.split("Operators:")[1].split("\n\n")[0].splitlines()[2:]
+    names = sorted(line.split()[0] for line in ops if not line.startswith("WaitForVar"))
+    assert names == ["_npi_equal", "_npi_greater_equal_scalar", "_npi_less",
+                     "_npi_not_equal_scalar"], table  # 2.0 <= x is x >= 2.0
+    assert [v.asnumpy().tolist() for v in r] == [[False, True, False], [True, False, False],
+                                                 [False, True, True], [True, False, True]]
+    # legacy nd keeps the input dtype and writes 1/0
+    assert (x.as_nd_ndarray() == y.as_nd_ndarray()).dtype == onp.float32
+
+
+def test_int_array_compared_with_a_float_scalar_casts_it_as_mxnet():
+    a = np.array([2, 3], dtype="int32")
+    # MXNet 1.9.1: [True, False], [False, True], [False, True] (2.5 is cast to 2)
+    assert (a == 2.5).asnumpy().tolist() == [True, False]
+    assert (a > 2.5).asnumpy().tolist() == [False, True]
+    assert (2.5 < a).asnumpy().tolist() == [False, True]
+
+
+def test_predicates_record_zero_gradients_as_mxnet():
+    x = np.array([1.0, onp.nan])
+    x.attach_grad()
+    for fn in (np.isnan, lambda v: v == 1.0, lambda v: np.less(v, v)):
+        with mx.autograd.record():
+            y = fn(x)
+        y.backward()
+        assert x.grad.asnumpy().tolist() == [0.0, 0.0]  # MXNet 1.9.1: [0. 0.]

@@ -159,11 +159,25 @@ fn record_zero_grad(op: BinOp, ins: &[NDArray], out: &NDArray) {
     );
 }
 
+/// Whether a binary operation of `self` (np-ness `np`) and `other` has np semantics.
+fn np_any(np: bool, other: &Other) -> bool {
+    np || matches!(other, Other::Arr(_, true))
+}
+
 fn binop(py: Python<'_>, a: &NDArray, np: bool, o: &Bound<'_, PyAny>, op: BinOp, reverse: bool) -> PyResult<Py<PyAny>> {
     let Some(other) = other_of(o) else {
         return Ok(py.NotImplemented());
     };
     pre_push(py);
+    if np_any(np, &other) && is_comparison(op) {
+        // MXNet's np comparisons: one bool-valued operator (`_npi_equal` ...)
+        let r = match &other {
+            Other::Arr(b, _) if reverse => ferromx::ops::predicate::compare(op, b, a),
+            Other::Arr(b, _) => ferromx::ops::predicate::compare(op, a, b),
+            Other::Num(s) => ferromx::ops::predicate::compare_scalar(op, a, *s, reverse),
+        };
+        return Ok(wrap_as(py, r.map_err(to_py_err)?, true)?.into_any());
+    }
     let ins: Vec<NDArray> = match &other {
         Other::Arr(b, _) => vec![a.clone(), b.clone()],
         Other::Num(_) => vec![a.clone()],
@@ -199,11 +213,8 @@ fn binop(py: Python<'_>, a: &NDArray, np: bool, o: &Bound<'_, PyAny>, op: BinOp,
         }
         Other::Num(s) => (np, ops::user_scalar_op(op, a, s, reverse)),
     };
-    let mut r = r.map_err(to_py_err)?;
+    let r = r.map_err(to_py_err)?;
     if is_comparison(op) {
-        if np && r.dtype() != ferromx::DType::Bool {
-            r = ops::astype(&r, ferromx::DType::Bool).map_err(to_py_err)?;
-        }
         record_zero_grad(op, &ins, &r);
     }
     Ok(wrap_as(py, r, np)?.into_any())

@@ -31,6 +31,15 @@ fn scalar_form<'py>(py: Python<'py>, d: &OpDef, out: &Bound<'py, PyDict>) -> PyR
         Some(ScalarForm::Fill) => out.set_item("scalar", ("fill", "", false))?,
         Some(ScalarForm::Clip) => out.set_item("scalar", ("clip", "", false))?,
         Some(ScalarForm::Where) => out.set_item("scalar", ("where", "", false))?,
+        // the third item of a predicate's form says its result is bool
+        Some(ScalarForm::Test(t)) => out.set_item("scalar", ("test", format!("{t:?}"), true))?,
+        Some(ScalarForm::BoolBinary(op)) => {
+            out.set_item("scalar", ("binary", format!("{op:?}"), true))?;
+            let def = |rev| ferromx::ops::predicate::compare_scalar_def(*op, rev).map_err(to_py_err);
+            out.set_item("scalar_op", def(false)?.name)?;
+            out.set_item("rscalar_op", def(true)?.name)?;
+        }
+        Some(ScalarForm::BoolScalar(op)) => out.set_item("scalar", ("scalar", format!("{op:?}"), false))?,
         None => out.set_item("scalar", py.None())?,
     }
     Ok(())

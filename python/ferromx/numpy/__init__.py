@@ -301,33 +301,6 @@ def clip(a, a_min=None, a_max=None, out=None):
     return _nd.clip(asarray(a), a_min, a_max, out=out)
 
 
-def _cmp(op, name):
-    def fn(x1, x2, out=None, **kwargs):
-        if kwargs:  # NumPy's ufunc keywords, checked as MXNet does
-            _ufunc_call(name, kwargs)
-        if not isinstance(x1, _nd.NDArray):
-            x1, x2 = x2, x1
-            rev = {"lesser": "greater", "greater": "lesser", "lesser_equal": "greater_equal",
-                   "greater_equal": "lesser_equal"}
-            return _cmp(rev.get(op, op), name)(x1, x2, out=out)
-        res = getattr(_nd, op)(asarray(x1), x2 if not isinstance(x2, _nd.NDArray) else
-                               asarray(x2)).astype("bool")
-        if out is not None:
-            out[...] = res
-            return out
-        return res
-
-    fn.__name__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` (a bool array)."
-    fn._ferromx_ufunc = True
-    return fn
-
-
-equal, not_equal = _cmp("equal", "equal"), _cmp("not_equal", "not_equal")
-greater, greater_equal = _cmp("greater", "greater"), _cmp("greater_equal", "greater_equal")
-less, less_equal = _cmp("lesser", "less"), _cmp("lesser_equal", "less_equal")
-
-
 def logical_and(x1, x2, out=None, **kwargs):
     """Elementwise logical and (a bool array)."""
     if kwargs:
@@ -353,17 +326,6 @@ def _logic(op, x1, x2, out):
     x1 = asarray(x1)
     x2 = asarray(x2) if isinstance(x2, _nd.NDArray) else full(x1.shape, x2, ctx=x1.context)
     res = _native.invoke(op, [x1, x2]).astype("bool")
-    if out is not None:
-        out[...] = res
-        return out
-    return res
-
-
-def logical_not(x, out=None, **kwargs):
-    """Elementwise logical not (a bool array)."""
-    if kwargs:
-        _ufunc_call("logical_not", kwargs)
-    res = _native.invoke("logical_not", [asarray(x)]).astype("bool")
     if out is not None:
         out[...] = res
         return out
@@ -462,7 +424,7 @@ def divide(x1, x2, out=None, **kwargs):
     return _true_divide("divide", x1, x2, out, kwargs)
 
 
-for _f in (logical_and, logical_or, logical_xor, logical_not, true_divide, divide):
+for _f in (logical_and, logical_or, logical_xor, true_divide, divide):
     _f._ferromx_ufunc = True  # the keyword check is inline: wrap_ufuncs leaves them
 
 from ._ufunc import wrap_ufuncs as _wrap_ufuncs

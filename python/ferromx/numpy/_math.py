@@ -42,11 +42,6 @@ __all__ = [
     "inner",
     "invert",
     "isclose",
-    "isfinite",
-    "isinf",
-    "isnan",
-    "isneginf",
-    "isposinf",
     "kron",
     "nan_to_num",
     "outer",
@@ -59,7 +54,6 @@ __all__ = [
     "real",
     "round",
     "round_",
-    "signbit",
     "sometrue",
     "std",
     "tensordot",
@@ -98,51 +92,9 @@ def _is_float(x):
     return x._dtype_name in _FLOATS
 
 
-def isnan(x, out=None):
-    """Elementwise NaN test (a bool array)."""
-    x = _a(x)
-    from . import zeros
-
-    if not _is_float(x):
-        return _bool_out(zeros(x.shape, dtype="bool", ctx=x.context), out, "isnan")
-    res = x != x  # noqa: PLR0124 - the NaN test, on the engine
-    return _bool_out(res, out, "isnan")
-
-
-def isinf(x, out=None):
-    """Elementwise infinity test (a bool array)."""
-    x = _a(x)
-    return _bool_out(_nd.abs(x) == _onp.inf if _is_float(x) else isnan(x), out, "isinf")
-
-
-def isposinf(x, out=None):
-    """Elementwise +inf test."""
-    x = _a(x)
-    return _bool_out(x == _onp.inf if _is_float(x) else isnan(x), out, "isposinf")
-
-
-def isneginf(x, out=None):
-    """Elementwise -inf test."""
-    x = _a(x)
-    return _bool_out(x == -_onp.inf if _is_float(x) else isnan(x), out, "isneginf")
-
-
-def isfinite(x, out=None):
-    """Elementwise finiteness test (neither inf nor NaN)."""
-    x = _a(x)
-    from . import ones
-
-    res = _nd.abs(x) < _onp.inf if _is_float(x) else ones(x.shape, dtype="bool", ctx=x.context)
-    return _bool_out(res, out, "isfinite")
-
-
-def signbit(x, out=None):
-    """Whether the sign bit is set (``-0.0`` included)."""
-    x = _a(x)
-    if not _is_float(x):
-        return _out(x < 0, out)
-    neg_zero = (x == 0) & (_nd.reciprocal(x) < 0)
-    return _out((x < 0) | neg_zero, out)
+def isnan(x):
+    """NaN test (``_npi_isnan``) for this module's compositions."""
+    return _native.invoke("_npi_isnan", [x])
 
 
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan=False):

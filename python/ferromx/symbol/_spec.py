@@ -150,7 +150,7 @@ def same_shape(op):
     elementwise unary or scalar operator), so partial shapes cross it both ways."""
     d = BY_NAME[op]
     return _graph(op)["same_shape"] or (d.get("scalar") is not None
-                                        and d["scalar"][0] in ("unary", "scalar"))
+                                        and d["scalar"][0] in ("unary", "scalar", "test"))
 
 
 def input_shapes(op, attrs, ins, outs):

@@ -180,6 +180,12 @@ pub enum ScalarForm {
     /// `where(c, x, y)`: `x` where `c` is non-zero, else `y` (the condition may have
     /// any dtype; `x`, `y` and the result share one).
     Where,
+    /// `f(x)` as a bool array, whatever `x`'s dtype (`isnan`, `signbit`, `logical_not`).
+    Test(crate::ops::predicate::Test),
+    /// `op(a, b)` of a comparison as a bool array, with broadcasting (`mx.np`'s `equal` ...).
+    BoolBinary(BinOp),
+    /// `op(x, s)` of a comparison as a bool array, `s` cast to `x`'s dtype as MXNet does.
+    BoolScalar(BinOp),
 }
 
 /// Small inputs for generic tests (the finite-difference gradient check).

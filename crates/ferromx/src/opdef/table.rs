@@ -9,11 +9,12 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 30] {
+fn families() -> [&'static [OpDef]; 31] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
         ops::binary::DEFS,
+        ops::predicate::DEFS,
         ops::reduce::DEFS,
         ops::linalg::DEFS,
         ops::linalg::decomp::DEFS,

@@ -22,6 +22,7 @@ pub mod optim;
 pub mod pad;
 pub mod par;
 pub mod pool;
+pub mod predicate;
 pub mod random;
 pub mod reduce;
 pub mod sequence;

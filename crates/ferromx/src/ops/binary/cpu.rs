@@ -67,15 +67,16 @@ fn ldexp(a: f64, e: f64) -> f64 {
     a * h.exp2() * (e - h).exp2()
 }
 
-/// Broadcasting kernel: `out = f(a, b)` with `a`, `b` read through broadcast strides.
-fn apply_bcast<T: Copy + Send + Sync>(
+/// Broadcasting kernel: `out = f(a, b)` with `a`, `b` read through broadcast strides
+/// (the result may have another element type: the bool comparisons of `predicate`).
+pub(crate) fn apply_bcast<T: Copy + Send + Sync, O: Send>(
     a: &[T],
     sa: &[usize],
     b: &[T],
     sb: &[usize],
     oshape: &Shape,
-    out: &mut [T],
-    f: impl Fn(T, T) -> T + Sync + Send,
+    out: &mut [O],
+    f: impl Fn(T, T) -> O + Sync + Send,
 ) {
     let n = out.len();
     if a.len() == n && b.len() == n {

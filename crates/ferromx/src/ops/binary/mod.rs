@@ -12,7 +12,7 @@ mod cpu;
 mod tests;
 
 pub use cpu::binary_scalar;
-pub(crate) use cpu::{binary_tile, scalar_tile};
+pub(crate) use cpu::{apply_bcast, binary_tile, scalar_tile};
 
 use crate::autograd::{needs_record, record};
 use crate::dtype::DType;
@@ -116,7 +116,10 @@ impl BinOp {
     }
     fn differentiable(self) -> bool {
         use BinOp::*;
-        matches!(self, Add | Sub | Mul | Div | Mod | Pow | Max | Min | Hypot | Arctan2 | Copysign | Ldexp | Fmax | Fmin | Fmod)
+        matches!(
+            self,
+            Add | Sub | Mul | Div | Mod | Pow | Max | Min | Hypot | Arctan2 | Copysign | Ldexp | Fmax | Fmin | Fmod
+        )
     }
 
     /// Functions NumPy computes in floating point only: integer and bool operands are
@@ -300,12 +303,12 @@ binary! {
     Max "broadcast_maximum" ["maximum"] ["maximum"] "_maximum_scalar" "Elementwise maximum (NaN propagates).";
     Min "broadcast_minimum" ["minimum"] ["minimum"] "_minimum_scalar" "Elementwise minimum (NaN propagates).";
     Hypot "broadcast_hypot" ["hypot"] ["hypot"] "_hypot_scalar" "`sqrt(lhs² + rhs²)` with broadcasting.";
-    Eq "broadcast_equal" ["equal"] ["equal"] "_equal_scalar" "1 where `lhs == rhs`, else 0.";
-    Ne "broadcast_not_equal" ["not_equal"] ["not_equal"] "_not_equal_scalar" "1 where `lhs != rhs`, else 0.";
-    Gt "broadcast_greater" ["greater"] ["greater"] "_greater_scalar" "1 where `lhs > rhs`, else 0.";
-    Ge "broadcast_greater_equal" ["greater_equal"] ["greater_equal"] "_greater_equal_scalar" "1 where `lhs >= rhs`, else 0.";
-    Lt "broadcast_lesser" ["lesser"] ["less"] "_lesser_scalar" "1 where `lhs < rhs`, else 0.";
-    Le "broadcast_lesser_equal" ["lesser_equal"] ["less_equal"] "_lesser_equal_scalar" "1 where `lhs <= rhs`, else 0.";
+    Eq "broadcast_equal" ["equal"] [] "_equal_scalar" "1 where `lhs == rhs`, else 0.";
+    Ne "broadcast_not_equal" ["not_equal"] [] "_not_equal_scalar" "1 where `lhs != rhs`, else 0.";
+    Gt "broadcast_greater" ["greater"] [] "_greater_scalar" "1 where `lhs > rhs`, else 0.";
+    Ge "broadcast_greater_equal" ["greater_equal"] [] "_greater_equal_scalar" "1 where `lhs >= rhs`, else 0.";
+    Lt "broadcast_lesser" ["lesser"] [] "_lesser_scalar" "1 where `lhs < rhs`, else 0.";
+    Le "broadcast_lesser_equal" ["lesser_equal"] [] "_lesser_equal_scalar" "1 where `lhs <= rhs`, else 0.";
     And "broadcast_logical_and" ["logical_and"] ["logical_and"] "_logical_and_scalar" "1 where both are non-zero, else 0.";
     Or "broadcast_logical_or" ["logical_or"] ["logical_or"] "_logical_or_scalar" "1 where either is non-zero, else 0.";
     Xor "broadcast_logical_xor" ["logical_xor"] ["logical_xor"] "_logical_xor_scalar" "1 where exactly one is non-zero, else 0.";
@@ -442,7 +445,7 @@ fn record_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64
 /// Records a comparison's or logical operator's gradient: zeros for every input (as
 /// MXNet's `MakeZeroGradNodes`), so `backward` through `x > y` gives zero gradients
 /// whether the call came from an operator, a named function or a graph.
-fn record_zero_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64]) {
+pub(crate) fn record_zero_grad(def: &'static OpDef, ins: &[&NDArray], out: &NDArray, nums: &[f64]) {
     let attrs = match nums.first() {
         Some(&s) => crate::opdef::Attrs(vec![("scalar".into(), crate::opdef::Attr::Float(s))]),
         None => crate::opdef::Attrs::default(),
@@ -470,13 +473,18 @@ fn binary_deps(op: BinOp) -> (bool, bool, bool) {
 fn scalar_deps(op: BinOp, reverse: bool) -> (bool, bool) {
     use BinOp::*;
     match (op, reverse) {
-        (Add, _) | (Sub, _) | (Mul, _) | (Div, false) | (Mod, false) | (Ldexp, false) | (Fmod, false) => {
-            (false, false)
-        }
+        (Add, _) | (Sub, _) | (Mul, _) | (Div, false) | (Mod, false) | (Ldexp, false) | (Fmod, false) => (false, false),
         (Copysign, true) => (false, false),
         (Div, true) | (Hypot, _) => (true, true),
         (Pow, true) | (Ldexp, true) => (false, true),
-        (Pow, false) | (Max, _) | (Min, _) | (Mod, true) | (Arctan2, _) | (Copysign, false) | (Fmax, _) | (Fmin, _)
+        (Pow, false)
+        | (Max, _)
+        | (Min, _)
+        | (Mod, true)
+        | (Arctan2, _)
+        | (Copysign, false)
+        | (Fmax, _)
+        | (Fmin, _)
         | (Fmod, true) => (true, false),
         _ => (true, true),
     }
@@ -614,7 +622,9 @@ fn scalar_grad(op: BinOp, reverse: bool, x: &NDArray, o: &NDArray, g: &NDArray, 
         (BinOp::Copysign, false) => {
             // ±1 by whether x's sign (`>= 0`) agrees with s's, as MXNet's copysign_grad
             let pos = scalar(BinOp::Ge, x, 0.0)?;
-            let sign = if s >= 0.0 { scalar(BinOp::Sub, &scalar(BinOp::Mul, &pos, 2.0)?, 1.0)? } else {
+            let sign = if s >= 0.0 {
+                scalar(BinOp::Sub, &scalar(BinOp::Mul, &pos, 2.0)?, 1.0)?
+            } else {
                 scalar_r(BinOp::Sub, &scalar(BinOp::Mul, &pos, 2.0)?, 1.0)?
             };
             mul(g, &sign)?
