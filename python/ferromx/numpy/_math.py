@@ -76,18 +76,6 @@ def _out(res, out):
     return res
 
 
-def _bool_out(res, out, fn):
-    """``_out`` for a test whose result is bool: an ``out`` of another dtype is a TypeError
-    (MXNet 1.9.1 does not cast there)."""
-    if out is not None and out._dtype_name != "bool":
-        raise TypeError(f"{fn}: out must be a bool array, got {out._dtype_name}")
-    return _out(res, out)
-
-
-def _bool(x):
-    return x.astype("bool")
-
-
 def _is_float(x):
     return x._dtype_name in _FLOATS
 
