@@ -18,7 +18,7 @@ import re
 import numpy as np
 
 from . import ndarray as nd
-from . import random  # noqa: F401 - MXNet's initializer module exposes these names
+from . import random, registry  # noqa: F401 - MXNet's initializer module exposes these names
 from .base import string_types  # noqa: F401
 from .ndarray import NDArray, load  # noqa: F401
 from .util import is_np_array  # noqa: F401

@@ -54,10 +54,7 @@ MODULES = {
     "mxnet.runtime": (True, {}, None),
     "mxnet.context": (True, {}, None),
     "mxnet.profiler": (True, {}, None),
-    "mxnet.initializer": (True, {
-        "registry": "MXNet's generic mxnet.registry module is not provided; register, alias "
-                    "and create cover the initializer registry",
-    }, None),
+    "mxnet.initializer": (True, {}, None),
     "mxnet.name": (True, {}, None),
     "mxnet.attribute": (True, {}, None),
     # complete since the vision operators and imdecode (2026-12-03)
@@ -75,9 +72,10 @@ MODULES = {
     "mxnet.numpy.random": (True, {}, None),
     "mxnet.numpy.linalg": (True, {}, None),
     "mxnet.numpy_extension": (True, {}, None),
-    "mxnet.optimizer": (False, {}, 10),
-    "mxnet.metric": (False, {}, 15),
-    "mxnet.gluon.loss": (False, {}, 14),
+    # complete since session 17 (2026-12-04)
+    "mxnet.optimizer": (True, {}, None),
+    "mxnet.metric": (True, {}, None),
+    "mxnet.gluon.loss": (True, {}, None),
 }
 
 

@@ -7,7 +7,10 @@ Every loss returns one value per sample: the elementwise loss (times ``weight`` 
 import math
 import numbers
 
+from .. import ndarray  # noqa: F401 - MXNet's gluon.loss exposes the module
 from .. import ndarray as nd
+from ..base import numeric_types  # noqa: F401 - as MXNet's gluon.loss
+from ..util import is_np_array  # noqa: F401 - as MXNet's gluon.loss
 from .block import HybridBlock
 
 __all__ = [

@@ -5,6 +5,8 @@ accuracy/regression/loss metrics live in :mod:`.base`; F1, MCC, PCC, Perplexity,
 NegativeLogLikelihood, PearsonCorrelation, Torch and Caffe in :mod:`.stats`.
 """
 
+from .. import ndarray, registry  # noqa: F401 - MXNet's metric module exposes both
+from ..base import numeric_types, string_types  # noqa: F401 - as MXNet's metric module
 from .base import (
     MAE,
     MSE,

@@ -63,6 +63,17 @@ def _slice_assign_scalar(data, scalar=0.0, begin=(), end=(), step=(), out=None, 
 _crop_assign = _slice_assign
 _crop_assign_scalar = _slice_assign_scalar
 
+# MXNet's internal names of the update compositions in ``_updates`` (AdamW, multi-tensor LAMB)
+from . import _updates as _u
+
+_adamw_update = _u.adamw_update
+_mp_adamw_update = _u.mp_adamw_update
+_multi_adamw_update = _u.multi_adamw_update
+_multi_mp_adamw_update = _u.multi_mp_adamw_update
+_multi_lamb_update = _u.multi_lamb_update
+_multi_mp_lamb_update = _u.multi_mp_lamb_update
+_contrib_group_adagrad_update = _u.group_adagrad_update
+
 
 def __getattr__(name):
     """An operator of the table by its internal name (built on first use)."""

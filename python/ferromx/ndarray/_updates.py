@@ -9,6 +9,9 @@ when omitted; ``out=weight`` updates in place) and state arrays are updated in p
 
 from .ndarray import NDArray
 
+# The AdamW, multi-tensor LAMB and group AdaGrad updates below are MXNet's contrib and
+# internal operators (``nd.contrib.adamw_update``, ``nd._internal._adamw_update``), not
+# ``nd`` names: they are bound there, not through ``__all__``.
 __all__ = [
     "ftml_update", "ftrl_update", "lamb_update_phase1", "lamb_update_phase2",
     "mp_lamb_update_phase1", "mp_lamb_update_phase2", "mp_nag_mom_update",
@@ -265,3 +268,162 @@ def multi_lars(lrs, weights_sum_sq, grads_sum_sq, wds, eta, eps, rescale_grad=1.
     ok = ((w > 0) * (g > 0)).astype(lrs._dtype_name)
     new = lrs * eta * w / (g + wds * w + eps)
     return _result(new * ok + lrs * (1.0 - ok), out)
+
+
+def _scale_ok(rescale_grad, like):
+    """``rescale_grad`` (an array of one element, or a number) as a 0/1 flag of a finite,
+    nonzero scale (MXNet skips the whole update otherwise, so a float16 loss-scaling overflow
+    leaves the weights alone) and the scale with a skipped value made harmless, both shaped
+    to broadcast against ``like`` (no host read)."""
+    nd = _nd()
+    if not isinstance(rescale_grad, NDArray):
+        rescale_grad = nd.full((1,), float(rescale_grad), ctx=like.context)
+    s = rescale_grad.reshape((1,) * max(like.ndim, 1)).astype("float32")
+    ok = (nd.contrib.isfinite(s) * (s != 0)).astype("float32")
+    return ok, nd.where(ok, s, nd.zeros_like(s))
+
+
+def _adamw_step(weight, grad, mean, var, ok, scale, lr, eta, beta1, beta2, epsilon, wd,
+                clip_gradient):
+    """One AdamW step in ``weight``'s dtype with the state updated in place (only where ``ok``);
+    returns the new weight (``weight`` itself where not ``ok``)."""
+    nd = _nd()
+    dt = mean._dtype_name
+    g = grad.astype(dt) * scale.astype(dt)
+    if clip_gradient is not None and clip_gradient >= 0:
+        g = nd.clip(g, -clip_gradient, clip_gradient)
+    okd = ok.astype(dt)
+    m = mean * beta1 + g * (1.0 - beta1)
+    v = var * beta2 + g * g * (1.0 - beta2)
+    w = weight.astype(dt)
+    new = w - eta * (lr * m / (nd.sqrt(v) + epsilon) + w * wd)
+    mean[...] = m * okd + mean * (1.0 - okd)
+    var[...] = v * okd + var * (1.0 - okd)
+    return new * okd + w * (1.0 - okd)
+
+
+def adamw_update(weight, grad, mean, var, rescale_grad, lr, eta, beta1=0.9, beta2=0.999,
+                 epsilon=1e-8, wd=0.0, clip_gradient=-1.0, out=None, name=None):
+    """AdamW (decoupled weight decay): ``mean``/``var`` updated in place, the new weight
+    ``weight - eta * (lr * mean / (sqrt(var) + epsilon) + wd * weight)`` to ``out``.
+    ``rescale_grad`` is an array (or a number); a non-finite or zero scale skips the step,
+    as in MXNet's ``_adamw_update``."""
+    ok, scale = _scale_ok(rescale_grad, weight)
+    new = _adamw_step(weight, grad, mean, var, ok, scale, lr, eta, beta1, beta2, epsilon, wd,
+                      clip_gradient)
+    return _result(new, out)
+
+
+def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr, eta, beta1=0.9,
+                    beta2=0.999, epsilon=1e-8, wd=0.0, clip_gradient=-1.0, out=None, name=None):
+    """AdamW on the float32 master weights ``weight32`` (updated in place); the result is cast
+    to ``weight``'s dtype (MXNet's ``_mp_adamw_update``)."""
+    ok, scale = _scale_ok(rescale_grad, weight)
+    weight32[...] = _adamw_step(weight32, grad, mean, var, ok, scale, lr, eta, beta1, beta2,
+                                epsilon, wd, clip_gradient)
+    return _result(weight32.astype(weight._dtype_name), out)
+
+
+def _groups(data, per, count, op):
+    if count is None or count == 0:
+        count = (len(data) - 1) // per if op.endswith("adamw_update") else len(data) // per
+    need = count * per
+    if len(data) < need:
+        raise ValueError(f"{op}: expected {need} arrays for {count} tensors, got {len(data)}")
+    return [data[i * per:(i + 1) * per] for i in range(count)]
+
+
+def _multi_out(results, out):
+    if out is None:
+        return results
+    outs = out if isinstance(out, (list, tuple)) else [out]
+    for o, r in zip(outs, results):
+        o[...] = r
+    return list(outs)
+
+
+def multi_adamw_update(*data, lrs, wds, etas, rescale_grad=None, num_weights=None, beta1=0.9,
+                       beta2=0.999, epsilon=1e-8, clip_gradient=-1.0, out=None, name=None,
+                       size=0):
+    """AdamW over several tensors: ``data`` is ``weight, grad, mean, var`` per tensor, then
+    the ``rescale_grad`` array (MXNet's ``_multi_adamw_update``); one flag skips every tensor
+    for a non-finite scale."""
+    return _multi_adamw(data, 4, lrs, wds, etas, rescale_grad, num_weights or size, beta1,
+                        beta2, epsilon, clip_gradient, out, "multi_adamw_update")
+
+
+def multi_mp_adamw_update(*data, lrs, wds, etas, rescale_grad=None, num_weights=None,
+                          beta1=0.9, beta2=0.999, epsilon=1e-8, clip_gradient=-1.0, out=None,
+                          name=None, size=0):
+    """:func:`multi_adamw_update` with ``weight, grad, mean, var, weight32`` per tensor."""
+    return _multi_adamw(data, 5, lrs, wds, etas, rescale_grad, num_weights or size, beta1,
+                        beta2, epsilon, clip_gradient, out, "multi_mp_adamw_update")
+
+
+def _multi_adamw(data, per, lrs, wds, etas, rescale_grad, count, beta1, beta2, epsilon,
+                 clip_gradient, out, op):
+    if rescale_grad is None:
+        data, rescale_grad = data[:-1], data[-1]
+    groups = _groups(list(data) + [None], per, count, op)
+    ok, scale = _scale_ok(rescale_grad, groups[0][0])
+    results = []
+    for k, g in enumerate(groups):
+        w32 = g[4] if per == 5 else g[0]
+        new = _adamw_step(w32, g[1], g[2], g[3], ok, scale, _values(lrs)[k], _values(etas)[k],
+                          beta1, beta2, epsilon, _values(wds)[k], clip_gradient)
+        if per == 5:
+            w32[...] = new
+            new = w32.astype(g[0]._dtype_name)
+        results.append(new)
+    return _multi_out(results, out)
+
+
+def multi_lamb_update(*data, learning_rates, wds, step_count, beta1=0.9, beta2=0.999,
+                      epsilon=1e-6, rescale_grad=1.0, lower_bound=-1.0, upper_bound=-1.0,
+                      clip_gradient=-1.0, bias_correction=True, num_tensors=None, out=None,
+                      name=None):
+    """LAMB over several tensors (``weight, grad, mean, var`` each; MXNet's
+    ``_multi_lamb_update``): phase 1 per tensor with its own step count, then the trust
+    ratio of the weight's and the direction's norms."""
+    return _multi_lamb(data, 4, learning_rates, wds, step_count, beta1, beta2, epsilon,
+                       rescale_grad, lower_bound, upper_bound, clip_gradient, bias_correction,
+                       num_tensors, out, "multi_lamb_update")
+
+
+def multi_mp_lamb_update(*data, learning_rates, wds, step_count, beta1=0.9, beta2=0.999,
+                         epsilon=1e-6, rescale_grad=1.0, lower_bound=-1.0, upper_bound=-1.0,
+                         clip_gradient=-1.0, bias_correction=True, num_tensors=None, out=None,
+                         name=None):
+    """:func:`multi_lamb_update` on float32 master weights (``weight, grad, mean, var,
+    weight32`` each)."""
+    return _multi_lamb(data, 5, learning_rates, wds, step_count, beta1, beta2, epsilon,
+                       rescale_grad, lower_bound, upper_bound, clip_gradient, bias_correction,
+                       num_tensors, out, "multi_mp_lamb_update")
+
+
+def _multi_lamb(data, per, lrs, wds, steps, beta1, beta2, epsilon, rescale_grad, lower_bound,
+                upper_bound, clip_gradient, bias_correction, count, out, op):
+    nd = _nd()
+    results = []
+    for k, g in enumerate(_groups(list(data), per, count, op)):
+        w = g[4] if per == 5 else g[0]
+        grad = g[1].astype(w._dtype_name) if g[1]._dtype_name != w._dtype_name else g[1]
+        d = lamb_update_phase1(w, grad, g[2], g[3], beta1, beta2, epsilon, _values(steps)[k],
+                               bias_correction, _values(wds)[k], rescale_grad, clip_gradient)
+        new = lamb_update_phase2(w, d, nd.norm(w).reshape((1,)), nd.norm(d).reshape((1,)),
+                                 _values(lrs)[k], lower_bound, upper_bound)
+        if per == 5:
+            w[...] = new
+            new = w.astype(g[0]._dtype_name)
+        results.append(new)
+    return _multi_out(results, out)
+
+
+def group_adagrad_update(weight, grad, history, lr, rescale_grad=1.0, clip_gradient=-1.0,
+                         epsilon=1e-5, out=None, name=None):
+    """MXNet 1.9.1 runs ``_contrib_group_adagrad_update`` only for ``row_sparse`` gradients on
+    CPU; ferromx has dense storage only, so this raises MXNet's dense-CPU error."""
+    from ..base import MXNetError
+
+    raise MXNetError("Operator _contrib_group_adagrad_update is not implemented for CPU "
+                     "(MXNet runs it only on row_sparse gradients; sparse storage is out of scope)")

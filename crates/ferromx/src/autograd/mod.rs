@@ -289,6 +289,8 @@ pub fn backward(
         };
         for (h, (e, hg)) in heads.iter().zip(head_entries.iter().zip(head_grads.iter())) {
             let g = match hg {
+                // an empty head takes an empty gradient of any shape, as MXNet's executor does
+                Some(g) if g.shape() != h.shape() && g.size() == 0 && h.size() == 0 => ops::zeros_like(h)?,
                 Some(g) => {
                     if g.shape() != h.shape() {
                         return Err(Error::shape(

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 31] {
+fn families() -> [&'static [OpDef]; 32] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -39,6 +39,7 @@ fn families() -> [&'static [OpDef]; 31] {
         ops::vision::DEFS,
         ops::sparse_reg::DEFS,
         ops::detect::DEFS,
+        ops::contrib::DEFS,
         ops::pad::DEFS,
         ops::random::domain::DEFS,
         ops::DEFS,

@@ -7,6 +7,7 @@
 pub mod add_n;
 pub mod allclose;
 pub mod binary;
+pub mod contrib;
 pub mod conv;
 pub mod creation;
 pub mod ctc;

@@ -5,9 +5,11 @@
 //! (a 2-d convolution is a 3-d one with depth 1); channel-last layouts are
 //! transposed in and out with ordinary (recorded) operators. Gradients are
 //! the table operators `_backward_Convolution` / `_backward_Deconvolution`,
-//! one engine op each, computing the data, weight and bias gradients.
+//! one engine op each, computing the data, weight and bias gradients. The
+//! deformable convolutions (`deformable.rs`) are composites over a sampling kernel.
 
 pub(crate) mod cpu;
+mod deformable;
 mod layout;
 #[cfg(test)]
 mod tests;
@@ -658,4 +660,8 @@ pub static DEFS: &[OpDef] = &[
         cpu: KernelSlot::Call(cpu::deconv_bwd),
         ..OpDef::BASE
     },
+    deformable::DEFORMABLE,
+    deformable::MODULATED,
+    deformable::COLUMNS,
+    deformable::COLUMNS_BACKWARD,
 ];

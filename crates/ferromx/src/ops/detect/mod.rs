@@ -2,7 +2,8 @@
 //! `MultiBoxDetection`, also `npx.multibox_*`): anchors for a feature map, training
 //! targets that match anchors to ground-truth boxes, and decoded detections after
 //! non-maximum suppression; and GluonCV's `contrib.box_iou` and `contrib.bipartite_matching`
-//! (`boxes.rs`) and `contrib.box_encode`/`box_decode` (`codec.rs`).
+//! (`boxes.rs`), `contrib.box_encode`/`box_decode` (`codec.rs`), `contrib.box_nms`
+//! (`nms.rs`) and Faster R-CNN's `contrib.Proposal`/`MultiProposal` (`proposal.rs`).
 //!
 //! Why kernels: matching and suppression are greedy, data-dependent loops over boxes,
 //! not array expressions. The kernels follow MXNet's CPU code step for step (the greedy
@@ -14,6 +15,8 @@
 mod boxes;
 mod codec;
 mod cpu;
+mod nms;
+mod proposal;
 #[cfg(test)]
 mod tests;
 
@@ -123,6 +126,10 @@ pub static DEFS: &[OpDef] = &[
     boxes::BIPARTITE,
     codec::BOX_ENCODE,
     codec::BOX_DECODE,
+    nms::BOX_NMS,
+    nms::BOX_NMS_BACKWARD,
+    proposal::PROPOSAL,
+    proposal::MULTI_PROPOSAL,
 ];
 
 /// Records zero gradients for every input (MXNet's backward of these operators).

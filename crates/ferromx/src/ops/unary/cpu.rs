@@ -68,7 +68,7 @@ pub(crate) fn float_kernel<T: Float + Arith>(op: UnaryOp, x: &[T], o: &mut [T]) 
         // One select, not an if-chain: on data of mixed signs (ReLU's gradient, `abs`'s)
         // the branches mispredict about half the time and ran 20x slower. `v * 0 + 0` is
         // +0 for either zero and NaN for NaN.
-        Sign => map1(x, o, move |v| if v.abs() > zero { one.copysign(v) } else { v * zero + zero }),
+        Sign | SignSte => map1(x, o, move |v| if v.abs() > zero { one.copysign(v) } else { v * zero + zero }),
         Square => map1(x, o, move |v| v * v),
         Relu => map1(x, o, move |v| if v > zero || Float::is_nan(v) { v } else { zero }),
         Sqrt => map1(x, o, move |v| v.sqrt()),
@@ -96,7 +96,7 @@ pub(crate) fn float_kernel<T: Float + Arith>(op: UnaryOp, x: &[T], o: &mut [T]) 
         Floor => map1(x, o, move |v| v.floor()),
         Ceil => map1(x, o, move |v| v.ceil()),
         // MXNet: round sends halves away from zero; rint sends them down (n.5 -> n).
-        Round => map1(x, o, move |v| v.round()),
+        Round | RoundSte => map1(x, o, move |v| v.round()),
         Rint => map1(x, o, move |v| {
             let f = v.floor();
             if v - f == T::from_f64(0.5) {
@@ -197,7 +197,7 @@ fn int_kernel<T: Arith>(op: UnaryOp, x: &[T], o: &mut [T]) {
     match op {
         Negative => map1(x, o, move |v| v.neg()),
         Abs => map1(x, o, move |v| v.abs_()),
-        Sign => map1(x, o, move |v| {
+        Sign | SignSte => map1(x, o, move |v| {
             if v > zero {
                 one
             } else if v < zero {

@@ -77,13 +77,31 @@ pub enum UnaryOp {
     Erfinv,
     Digamma,
     Trigamma,
+    RoundSte,
+    SignSte,
 }
 
 impl UnaryOp {
     /// Functions that keep an integer dtype (everything else computes in float).
     fn int_ok(self) -> bool {
         use UnaryOp::*;
-        matches!(self, Negative | Abs | Sign | Square | Relu | LogicalNot | Floor | Ceil | Round | Rint | Fix | Trunc)
+        matches!(
+            self,
+            Negative
+                | Abs
+                | Sign
+                | Square
+                | Relu
+                | LogicalNot
+                | Floor
+                | Ceil
+                | Round
+                | Rint
+                | Fix
+                | Trunc
+                | RoundSte
+                | SignSte
+        )
     }
 
     /// Functions defined on bool arrays.
@@ -218,6 +236,11 @@ unary! {
     // Not MXNet operators: the derivatives of `gammaln` (for `gamma`'s and `gammaln`'s gradients).
     "_digamma" Digamma [] false Some(&U(F::Trigamma, &X)), R, "The digamma function ψ = (ln Γ)', elementwise.";
     "_trigamma" Trigamma [] false None, R, "The trigamma function ψ' = ψ₁, elementwise.";
+    // Straight-through estimators (MXNet's contrib): the gradient passes unchanged.
+    "_contrib_round_ste" RoundSte [] false Some(&C(1.0)), R,
+        "`round(x)` forward, identity gradient (straight-through estimator).";
+    "_contrib_sign_ste" SignSte [] false Some(&C(1.0)), R,
+        "`sign(x)` forward, identity gradient (straight-through estimator).";
 }
 
 /// The result dtype of `op` on `dt`, or the error for a dtype it does not take.

@@ -1,6 +1,7 @@
 //! MXNet's legacy vision layers: the spatial transformer's `GridGenerator`,
-//! `BilinearSampler` and `SpatialTransformer`, Fast R-CNN's `ROIPooling`, FlowNet's
-//! `Correlation`, and the fully convolutional networks' `Crop`.
+//! `BilinearSampler` and `SpatialTransformer`, Fast R-CNN's `ROIPooling`, Mask R-CNN's
+//! `contrib.ROIAlign` (`roi_align.rs`), R-FCN's `contrib.PSROIPooling` (`psroi.rs`), FlowNet's `Correlation`, and the fully
+//! convolutional networks' `Crop`.
 //!
 //! Why kernels, not compositions of array operators: each is a gather whose addresses
 //! depend on the data (sample positions, region bounds, displacements), which array
@@ -11,7 +12,9 @@
 
 mod correlation;
 mod crop;
+mod psroi;
 mod roi;
+mod roi_align;
 mod sampler;
 #[cfg(test)]
 mod tests;
@@ -29,6 +32,10 @@ const ROI_I: usize = 5;
 const ROI_BACKWARD_I: usize = 6;
 const CORR_I: usize = 7;
 const CORR_BACKWARD_I: usize = 8;
+const ROI_ALIGN_I: usize = 10;
+const ROI_ALIGN_BACKWARD_I: usize = 11;
+const PSROI_I: usize = 12;
+const PSROI_BACKWARD_I: usize = 13;
 
 /// The family's operators.
 pub static DEFS: &[OpDef] = &[
@@ -42,6 +49,11 @@ pub static DEFS: &[OpDef] = &[
     correlation::CORR,
     correlation::CORR_BACKWARD,
     crop::CROP,
+    roi_align::ROI_ALIGN,
+    roi_align::ROI_ALIGN_BACKWARD,
+    psroi::PSROI,
+    psroi::PSROI_BACKWARD,
+    roi_align::RROI_ALIGN,
 ];
 
 /// The kernels' dtypes (MXNet's real types but half precision).
