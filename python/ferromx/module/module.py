@@ -4,8 +4,9 @@ context).
 The module binds its symbol with :meth:`Symbol.simple_bind` (data and label shapes from the
 iterator's ``provide_data``/``provide_label``), keeps parameters in the executor's arrays,
 and updates them with an :mod:`~ferromx.optimizer` updater. Backward without ``out_grads``
-differentiates the outputs with head gradients of ones, so the symbol's outputs should be
-losses when training (ferromx has no ``SoftmaxOutput``-style loss heads yet).
+differentiates the outputs with head gradients of ones: the symbol ends in MXNet's output
+heads (``SoftmaxOutput``, ``*RegressionOutput``, whose backward ignores the head gradient and
+gives the loss gradient, labels from ``label_names``) or in losses (``make_loss``).
 """
 
 import logging

@@ -1,9 +1,9 @@
 """Legacy ``nd`` operators composed of engine operators.
 
-``cumsum``, the
-``*RegressionOutput``/``SoftmaxOutput`` losses (forward plus MXNet's fixed backward, through
-``autograd.Function``), ``softmin``, ``space_to_depth``/``depth_to_space``,
-``shape_array``/``size_array``, ``argmax_channel``, ``khatri_rao``, ``L2Normalization``,
+``cumsum``, the ``SVMOutput`` loss (forward plus MXNet's fixed backward, through
+``autograd.Function``; ``SoftmaxOutput`` and the regression heads are table operators in
+``ops/output_heads.rs``), ``space_to_depth``/``depth_to_space``,
+``khatri_rao``, ``L2Normalization``,
 ``moments``, ``hard_sigmoid``, the composable ``linalg_*`` (``gemm``, ``syrk``, ``trmm``,
 ``extractdiag``/``makediag``, ``extracttrian``/``maketrian``, ``sumlogdiag``), the
 ``sample_*``/``random_*`` sampler aliases and the ``random_pdf_*`` densities. Everything runs
@@ -20,18 +20,11 @@ from .ndarray import NDArray
 
 __all__ = [
     "L2Normalization",
-    "LinearRegressionOutput",
-    "LogisticRegressionOutput",
-    "MAERegressionOutput",
     "SVMOutput",
-    "Softmax",
     "SoftmaxActivation",
-    "SoftmaxOutput",
     "all_finite",
     "amp_cast",
     "amp_multicast",
-    "argmax_channel",
-    "batch_take",
     "cast_storage",
     "choose_element_0index",
     "cumsum",
@@ -81,10 +74,7 @@ __all__ = [
     "sample_normal",
     "sample_poisson",
     "sample_uniform",
-    "shape_array",
     "shuffle",
-    "size_array",
-    "softmin",
     "space_to_depth",
     "true_divide",
     "uniform",
@@ -150,76 +140,6 @@ class _FixedGrad(_ag.Function):
 
 
 
-def _num_output(label):
-    return label.size // label.shape[0] if label.ndim and label.shape[0] else 1
-
-
-def _regression(fwd, grad, name):
-    def op(data, label, grad_scale=1.0, out=None, name=None):
-        if data.size != label.size:
-            raise ValueError(f"{op.__name__}: data {data.shape} and label {label.shape} must "
-                             f"have the same size")
-
-        def g(o, x, lab):
-            lab = lab.reshape(o.shape)
-            return [grad(o, lab) * (grad_scale / _num_output(lab)), _nd().zeros_like(lab)]
-
-        return _store(_FixedGrad(lambda x, lab: fwd(x), g)(data, label), out)
-
-    op.__name__ = name
-    op.__doc__ = (f"``{name}``: the forward output, with MXNet's loss gradient in backward "
-                  f"(scaled by ``grad_scale`` / outputs per example).")
-    return op
-
-
-LinearRegressionOutput = _regression(lambda x: x.copy(), lambda o, y: o - y,
-                                     "LinearRegressionOutput")
-LogisticRegressionOutput = _regression(lambda x: _nd().sigmoid(x), lambda o, y: o - y,
-                                       "LogisticRegressionOutput")
-MAERegressionOutput = _regression(lambda x: x.copy(), lambda o, y: _nd().sign(o - y),
-                                  "MAERegressionOutput")
-
-
-def SoftmaxOutput(data, label, grad_scale=1.0, ignore_label=-1.0, multi_output=False,
-                  use_ignore=False, preserve_shape=False, normalization="null", out_grad=False,
-                  smooth_alpha=0.0, out=None, name=None):
-    """Softmax in forward; backward is ``(softmax - one_hot(label)) * grad_scale`` (MXNet's
-    cross-entropy gradient), with ``ignore_label``, ``normalization`` and ``smooth_alpha``."""
-    nd = _nd()
-    axis = 1 if multi_output else -1
-
-    def fwd(x, _lab):
-        return nd.softmax(x, axis=axis)
-
-    def grad(o, x, lab):
-        k = o.shape[axis]
-        oh = nd.one_hot(lab.astype("int64"), depth=k, dtype=o._dtype_name)
-        if multi_output and o.ndim > 2:
-            oh = nd.moveaxis(oh, source=-1, destination=1)
-        oh = oh.reshape(o.shape)
-        if smooth_alpha:
-            oh = oh * (1.0 - smooth_alpha) + (1.0 - oh) * (smooth_alpha / (k - 1))
-        g = o - oh
-        valid = None
-        if use_ignore:
-            keep = (lab != ignore_label).astype(o._dtype_name)
-            keep = keep.reshape(keep.shape[:1] + (1,) + keep.shape[1:]) if multi_output \
-                else keep.reshape(keep.shape + (1,))
-            g = g * keep
-            valid = keep.sum()
-        if normalization == "batch":
-            g = g / o.shape[0]
-        elif normalization == "valid":
-            cnt = valid if valid is not None else lab.size
-            g = g / (nd.maximum(cnt, 1.0) if isinstance(cnt, NDArray) else cnt)
-        return [g * grad_scale, nd.zeros_like(lab)]
-
-    return _store(_FixedGrad(fwd, grad)(data, label), out)
-
-
-Softmax = SoftmaxOutput
-
-
 def SoftmaxActivation(data, mode="instance", out=None, name=None):
     """Softmax over the last axis (``mode='instance'``) or over axis 1 (``'channel'``)."""
     if mode not in ("instance", "channel"):
@@ -227,13 +147,6 @@ def SoftmaxActivation(data, mode="instance", out=None, name=None):
     if mode == "instance":
         return _store(_nd().softmax(data.reshape((data.shape[0], -1))).reshape(data.shape), out)
     return _store(_nd().softmax(data, axis=1), out)
-
-
-def softmin(data, axis=-1, temperature=None, dtype=None, use_length=False, out=None,
-            name=None):
-    """``softmax(-data)`` along ``axis``."""
-    res = _nd().softmax(-data, axis=axis, temperature=temperature)
-    return _store(res.astype(dtype) if dtype is not None else res, out)
 
 
 def space_to_depth(data, block_size, out=None, name=None):
@@ -262,28 +175,6 @@ def _nchw(data, fn):
     if data.ndim != 4:
         raise ValueError(f"{fn}: expects a 4-d NCHW input, got shape {data.shape}")
     return data.shape
-
-
-def shape_array(data, out=None, name=None):
-    """``data``'s shape as a 1-d int64 array."""
-    res = _nd().array(_onp.asarray(data.shape, dtype="int64"), ctx=data.context, dtype="int64")
-    return _store(_legacy(res, data), out)
-
-
-def size_array(data, out=None, name=None):
-    """``data``'s size as a 1-element int64 array."""
-    res = _nd().array(_onp.asarray([data.size], dtype="int64"), ctx=data.context, dtype="int64")
-    return _store(_legacy(res, data), out)
-
-
-def argmax_channel(data, out=None, name=None):
-    """Argmax over the last axis (float indices, as MXNet's)."""
-    return _store(_nd().argmax(data, axis=-1).astype(data._dtype_name), out)
-
-
-def batch_take(a, indices, out=None, name=None):
-    """``a[i, indices[i]]`` for each row ``i``."""
-    return _store(_nd().pick(a, indices, axis=-1), out)
 
 
 def choose_element_0index(lhs, rhs, out=None, name=None):
@@ -674,18 +565,6 @@ def SVMOutput(data, label, margin=1.0, regularization_coefficient=1.0, use_linea
 
     return _store(_FixedGrad(lambda x, _lab: x.copy(), grad)(data, label), out)
 
-
-def _fluent(fn):
-    def method(self, *args, **kwargs):
-        return fn(self, *args, **kwargs)
-
-    method.__name__, method.__doc__ = fn.__name__, fn.__doc__
-    return method
-
-
-# MXNet's fluent methods for the operators defined here (``x.shape_array()`` ...).
-for _fn in (argmax_channel, shape_array, size_array, softmin):
-    setattr(NDArray, _fn.__name__, _fluent(_fn))
 
 
 def _broadcast_axes(self, *args, **kwargs):

@@ -9,7 +9,7 @@ at import, so new operators appear without a Python edit), plus :func:`var`,
 ``F = mx.sym``; :data:`_F_HOOK` is where an np-flavoured namespace plugs in under np mode.
 """
 
-from . import contrib, random
+from . import _internal, contrib, random  # noqa: F401 - mx.sym._internal
 from . import symbol as _symbol_mod
 from .executor import Executor
 from .symbol import Group, Symbol, Variable, fromjson, load, load_json, var

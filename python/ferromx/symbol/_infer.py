@@ -337,6 +337,10 @@ def type_pass(sym, given):
         ins = [types.get((id(n), i)) for n, i in node.inputs]
         first = next((t for t in ins if t is not None), None)
         if first is None and node.inputs:
+            # an operator whose output type is an attribute (Cast) still types its outputs
+            for i, t in enumerate(_out_dtypes(node, ins)):
+                if t is not None and "dtype" in node.attrs:
+                    types[(id(node), i)] = t
             continue
         for pos, (src, idx) in enumerate(node.inputs):  # parameters take the data's type
             if ins[pos] is None and src.op is None:

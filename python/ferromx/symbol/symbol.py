@@ -236,6 +236,18 @@ class Symbol:
         """Output names (``<node>_output``, ``<node>_output0`` ..., a variable's name)."""
         return [n.output_name(i) for n, i in self._heads]
 
+    def _gen_atomic_symbol(self):
+        """A symbol of this one's head operator alone, with fresh variables (named after the
+        operator's inputs) in place of its inputs (MXNet's ``MXGenAtomicSymbolFromSymbol``,
+        which graph passes use to look at one operator)."""
+        node = self._heads[0][0]
+        if node.op is None:
+            return Symbol([(_Node(None, node.name, node.attrs), 0)])
+        names = node.in_names or [f"arg{i}" for i in range(len(node.inputs))]
+        ins = [(_Node(None, n), 0) for n in names[:len(node.inputs)]]
+        new = _Node(node.op, node.name, node.attrs, ins, node.json_op)
+        return Symbol([(new, i) for i in range(new.num_outputs())])
+
     def get_internals(self):
         """A group of every output of every node, in graph order."""
         heads = []

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 32] {
+fn families() -> [&'static [OpDef]; 33] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -40,6 +40,7 @@ fn families() -> [&'static [OpDef]; 32] {
         ops::sparse_reg::DEFS,
         ops::detect::DEFS,
         ops::contrib::DEFS,
+        ops::output_heads::DEFS,
         ops::pad::DEFS,
         ops::random::domain::DEFS,
         ops::DEFS,

@@ -20,6 +20,7 @@ pub mod loss_head;
 pub mod nn;
 pub mod norm;
 pub mod optim;
+pub mod output_heads;
 pub mod pad;
 pub mod par;
 pub mod pool;
@@ -292,6 +293,39 @@ pub fn copy_to_ctx(x: &NDArray, ctx: crate::Context) -> Result<NDArray> {
 
 use crate::opdef::{one, param, push_call, Aliases, Example, KernelSlot, Meta, OpCall, OpDef, ParamKind as K};
 
+/// `_identity_with_attr_like_rhs`: a copy of `lhs` whose graph shape is tied to `rhs`'s
+/// (MXNet uses it to carry shape constraints backwards); the gradient flows to `lhs` only.
+fn identity_like_rhs(i: &crate::opdef::Invocation<'_>) -> Result<NDArray> {
+    let (l, r) = (i.x(0)?, i.x(1)?);
+    if l.shape() != r.shape() {
+        return Err(Error::shape(i.name(), &[l.shape(), r.shape()], "lhs and rhs must have the same shape"));
+    }
+    let out = l.empty_like()?;
+    if out.size() > 0 {
+        push_call(OpCall::new(i.def, &[l], &[&out]))?;
+    }
+    if crate::autograd::needs_record(&[l, r]) {
+        let rc = r.clone();
+        crate::autograd::record(
+            i.name(),
+            &[l, r],
+            &[&out],
+            Box::new(move |g| Ok(vec![Some(g[0].clone()), Some(zeros_like(&rc)?)])),
+        );
+    }
+    Ok(out)
+}
+
+/// Both inputs and the output share one shape: each known one gives the others.
+fn like_rhs_input_shapes(
+    _: &crate::opdef::Invocation<'_>,
+    ins: &[Option<crate::shape::Shape>],
+    outs: &[Option<crate::shape::Shape>],
+) -> Result<Vec<Option<crate::shape::Shape>>> {
+    let known = outs.iter().chain(ins).flatten().find(|s| !s.dims().contains(&0)).cloned();
+    Ok(vec![known.clone(), known])
+}
+
 /// The copy and cast operators (this name shadows the families' `DEFS`,
 /// which the table reaches by their module paths).
 pub static DEFS: &[OpDef] = &[
@@ -331,6 +365,18 @@ pub static DEFS: &[OpDef] = &[
         infer: Some(infer_same),
         cpu: KernelSlot::Call(copy_kernel),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "", range: (0.5, 1.5) }),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_identity_with_attr_like_rhs",
+        inputs: &["lhs", "rhs"],
+        doc: "A copy of `lhs`, constrained to `rhs`'s shape in graphs (gradient to `lhs` only).",
+        forward: |i| one(identity_like_rhs(i)),
+        infer: Some(infer_same),
+        grad: crate::opdef::Grad::Recorded,
+        cpu: KernelSlot::Call(copy_kernel),
+        // the input-shape rule ties all three shapes (not `same_shape`, which ties only lhs)
+        graph: crate::opdef::GraphForm { input_shapes: Some(like_rhs_input_shapes), ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
 ];

@@ -165,6 +165,12 @@ fn embedding_param_shapes(i: &Invocation<'_>, _: Option<&Shape>) -> Result<Vec<(
     }
 }
 
+fn infer_softmin(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let mut m = infer_softmax(def, a, ins)?;
+    m[0].dtype = Invocation::params(def, a).dtype("dtype", m[0].dtype)?;
+    Ok(m)
+}
+
 const AXIS_T: &[crate::opdef::ParamDef] = &[
     param("axis", K::Int, Some("-1"), "The axis to normalise over."),
     param("temperature", K::Float, Some("None"), "Divides the input first (None: 1)."),
@@ -340,6 +346,35 @@ pub static DEFS: &[OpDef] = &[
         doc: "Rows of `weight` at the integer indices in `data`.",
         forward: |i| one(embedding(i.x(0)?, i.x(1)?)),
         graph: GraphForm { param_shapes: Some(embedding_param_shapes), ..GraphForm::PLAIN },
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "softmin",
+        cpu: KernelSlot::Composite,
+        infer: Some(infer_softmin),
+        aliases: Aliases { nd: &[], np: &[], npx: &[], fluent: true },
+        inputs: &["data"],
+        params: &[
+            AXIS_T[0],
+            AXIS_T[1],
+            param("dtype", K::DType, Some("None"), "Output dtype (None: the input's)."),
+            param(
+                "use_length",
+                K::Bool,
+                Some("False"),
+                "Accepted; lengths are not supported (as MXNet's CPU softmin).",
+            ),
+        ],
+        doc: "Softmax of `-data` over `axis` (MXNet's softmin).",
+        forward: |i| {
+            let x = i.x(0)?;
+            infer_softmin(i.def, i.attrs, &[Meta::of(x)])?;
+            let y = softmax(&crate::ops::neg(x)?, i.i64("axis")?, i.opt_f64("temperature")?)?;
+            let dt = i.dtype("dtype", y.dtype())?;
+            one(if dt != y.dtype() { crate::ops::astype(&y, dt) } else { Ok(y) })
+        },
+        example: Some(Example { shapes: &[&[2, 3]], attrs: "", range: (-1.0, 1.0) }),
+        graph: crate::opdef::GraphForm { same_shape: true, ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
 ];

@@ -25,10 +25,14 @@ fn defs_are_where_their_frontends_expect_them() {
             "softmax_cross_entropy",
             "Dropout",
             "LayerNorm",
-            "Embedding"
+            "Embedding",
+            "softmin"
         ]
     );
-    assert!(all_call_kernels_with_inference(DEFS));
+    // softmin (last) is a composite over neg and softmax; the rest run their own kernels
+    let (last, kernels) = DEFS.split_last().expect("definitions");
+    assert!(all_call_kernels_with_inference(kernels));
+    assert!(matches!(last.cpu, crate::opdef::KernelSlot::Composite) && last.infer.is_some());
 }
 
 #[test]

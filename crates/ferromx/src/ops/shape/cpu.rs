@@ -172,3 +172,14 @@ pub(crate) fn clip_tile(
     use crate::fusion::tile::TileElem;
     with_dtype!(x.dtype(), T, clip_into::<T>(lo, hi, T::of(x), &mut T::get_mut(o)[..m]));
 }
+
+/// `shape_array` (the dims in `ints`) or `size_array` (their product).
+pub(super) fn meta_kernel(c: &OpCall, k: &Kernel) -> Result<(), OpFailure> {
+    let o = k.output::<i64>(0);
+    if c.def.name == "shape_array" {
+        o.copy_from_slice(&c.ints);
+    } else {
+        o[0] = c.ints.iter().product();
+    }
+    Ok(())
+}

@@ -414,6 +414,8 @@ pub static DEFS: &[OpDef] = &[
         graph: crate::opdef::GraphForm { same_shape: true, ..crate::opdef::GraphForm::PLAIN },
         ..OpDef::BASE
     },
+    meta_def("shape_array", "The shape of `data` as a 1-d int64 array."),
+    meta_def("size_array", "The element count of `data` as a 1-element int64 array."),
 ];
 
 /// `split`: equal parts along `axis`; views when the axis is the first and
@@ -444,4 +446,36 @@ fn forward_split(i: &Invocation<'_>) -> Result<Vec<NDArray>> {
         );
     }
     Ok(outs)
+}
+
+/// `shape_array`/`size_array`: int64 metadata of the input (`ints`: its dims), computed on
+/// the engine like any operator; zero gradients, as MXNet's.
+const fn meta_def(name: &'static str, doc: &'static str) -> OpDef {
+    OpDef {
+        name,
+        aliases: FLUENT,
+        inputs: &["data"],
+        doc,
+        infer: Some(|def, _, ins| {
+            let x = ins.first().ok_or_else(|| Error::value(def.name, "needs data"))?;
+            let n = if def.name == "shape_array" { x.shape.ndim() } else { 1 };
+            Ok(vec![crate::opdef::Meta { shape: Shape::new(&[n]), dtype: crate::DType::I64, ctx: x.ctx }])
+        }),
+        forward: |i| {
+            let x = i.x(0)?;
+            let n = if i.def.name == "shape_array" { x.shape().ndim() } else { 1 };
+            let out = NDArray::empty(Shape::new(&[n]), crate::DType::I64, x.ctx())?;
+            if n > 0 {
+                let ints: Vec<i64> = x.dims().iter().map(|&d| d as i64).collect();
+                push_call(OpCall::new(i.def, &[], &[&out]).with_ints(&ints))?;
+            }
+            if needs_record(&[x]) {
+                crate::ops::binary::record_zero_grad(i.def, &[x], &out, &[]);
+            }
+            one(Ok(out))
+        },
+        grad: crate::opdef::Grad::Recorded,
+        cpu: KernelSlot::Call(cpu::meta_kernel),
+        ..OpDef::BASE
+    }
 }

@@ -19,9 +19,12 @@ mod sampler;
 #[cfg(test)]
 mod tests;
 
+use crate::autograd::{needs_record, record};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::opdef::OpDef;
+use crate::ndarray::NDArray;
+use crate::opdef::{push_call, OpCall, OpDef};
+use crate::shape::Shape;
 
 /// Positions in [`DEFS`] of the definitions the forwards push.
 const GRID_I: usize = 0;
@@ -72,6 +75,63 @@ macro_rules! float_kernel {
     };
 }
 use float_kernel;
+
+/// A region operator's call: the forward and backward definitions and the numbers both
+/// kernels read (`ints`, `nums`).
+struct RegionCall {
+    fwd: &'static OpDef,
+    bwd: &'static OpDef,
+    ints: Vec<i64>,
+    nums: Vec<f64>,
+}
+
+/// Pushes a region operator (`data`, `rois` -> an output of `shape`) and records its
+/// backward: `bwd` on (`dy`, `data`, `rois`) gives the data gradient, the regions' is 0.
+fn region_op(c: RegionCall, x: &NDArray, rois: &NDArray, shape: Shape) -> Result<NDArray> {
+    crate::ops::check_ctx(c.fwd.name, x, rois)?;
+    let out = NDArray::empty(shape, x.dtype(), x.ctx())?;
+    if out.size() > 0 {
+        push_call(OpCall::new(c.fwd, &[x, rois], &[&out]).with_ints(&c.ints).with_nums(&c.nums))?;
+    }
+    if needs_record(&[x]) {
+        let (xc, rc, name) = (x.clone(), rois.clone(), c.fwd.name);
+        record(
+            name,
+            &[x, rois],
+            &[&out],
+            Box::new(move |dy| {
+                Ok(vec![Some(region_backward(&c, &dy[0], &xc, &rc)?), Some(crate::ops::zeros_like(&rc)?)])
+            }),
+        );
+    }
+    Ok(out)
+}
+
+/// The data gradient of a region operator: its backward definition on (`dy`, `x`, `rois`).
+fn region_backward(c: &RegionCall, dy: &NDArray, x: &NDArray, rois: &NDArray) -> Result<NDArray> {
+    let dx = x.empty_like()?;
+    if dx.size() > 0 {
+        push_call(OpCall::new(c.bwd, &[dy, x, rois], &[&dx]).with_ints(&c.ints).with_nums(&c.nums))?;
+    }
+    Ok(dx)
+}
+
+/// Inference of a region operator's backward (`out_grad`, `data`, `rois`): the data's.
+fn infer_data_grad(
+    def: &'static OpDef,
+    _: &crate::opdef::Attrs,
+    ins: &[crate::opdef::Meta],
+) -> Result<Vec<crate::opdef::Meta>> {
+    ins.get(1).cloned().map(|m| vec![m]).ok_or_else(|| Error::value(def.name, "needs out_grad, data and rois"))
+}
+
+/// Fails unless a backward call's `out_grad` has the forward output's shape.
+fn check_out_grad(name: &str, dy: &NDArray, x: &NDArray, want: &Shape) -> Result<()> {
+    if dy.shape() != want {
+        return Err(Error::shape(name, &[dy.shape(), x.shape()], "out_grad must have the output's shape"));
+    }
+    Ok(())
+}
 
 /// `v` in a kernel's float type.
 fn cast<T: num_traits::Float>(v: f64) -> T {

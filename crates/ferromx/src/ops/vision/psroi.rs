@@ -8,14 +8,11 @@
 //! index outside the batch gives 0 (MXNet reads outside the data).
 
 use super::cast;
-use crate::autograd::{needs_record, record};
 use crate::dtype::DType;
 use crate::engine::{ErrorKind, OpFailure};
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
-use crate::opdef::{
-    one, param, push_call, Attrs, Grad, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef, ParamKind as K,
-};
+use crate::opdef::{one, param, Attrs, Grad, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef, ParamKind as K};
 use crate::ops::par::planes;
 use crate::shape::Shape;
 use crate::storage::Kernel;
@@ -54,15 +51,11 @@ pub(super) const PSROI_BACKWARD: OpDef = OpDef {
     inputs: &["out_grad", "data", "rois"],
     params: PARAMS,
     doc: "Gradient of `PSROIPooling` with respect to its data (pushed by its backward; `data` gives the shape).",
-    infer: Some(|def, _, ins| {
-        ins.get(1).cloned().map(|m| vec![m]).ok_or_else(|| Error::value(def.name, "needs out_grad, data and rois"))
-    }),
+    infer: Some(super::infer_data_grad),
     forward: |i| {
         let (dy, x, rois) = (i.x(0)?, i.x(1)?, i.x(2)?);
         let g = Geom::read(i, x.shape(), rois.shape())?;
-        if dy.shape() != &g.out_shape() {
-            return Err(Error::shape(i.name(), &[dy.shape(), x.shape()], "out_grad must have the output's shape"));
-        }
+        super::check_out_grad(i.name(), dy, x, &g.out_shape())?;
         one(backward(dy, x, rois, g))
     },
     grad: Grad::None("second-order gradients of PSROIPooling are not implemented"),
@@ -145,35 +138,21 @@ fn infer(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
     Ok(vec![Meta { shape: g.out_shape(), ..x.clone() }])
 }
 
+fn call(g: &Geom) -> super::RegionCall {
+    super::RegionCall {
+        fwd: &super::DEFS[super::PSROI_I],
+        bwd: &super::DEFS[super::PSROI_BACKWARD_I],
+        ints: g.ints().to_vec(),
+        nums: vec![g.scale],
+    }
+}
+
 fn psroi(x: &NDArray, rois: &NDArray, g: Geom) -> Result<NDArray> {
-    let def = &super::DEFS[super::PSROI_I];
-    crate::ops::check_ctx(def.name, x, rois)?;
-    let out = NDArray::empty(g.out_shape(), x.dtype(), x.ctx())?;
-    if out.size() > 0 {
-        push_call(OpCall::new(def, &[x, rois], &[&out]).with_ints(&g.ints()).with_nums(&[g.scale]))?;
-    }
-    if needs_record(&[x]) {
-        let (xc, rc) = (x.clone(), rois.clone());
-        record(
-            def.name,
-            &[x, rois],
-            &[&out],
-            Box::new(move |dy| Ok(vec![Some(backward(&dy[0], &xc, &rc, g)?), Some(crate::ops::zeros_like(&rc)?)])),
-        );
-    }
-    Ok(out)
+    super::region_op(call(&g), x, rois, g.out_shape())
 }
 
 fn backward(dy: &NDArray, x: &NDArray, rois: &NDArray, g: Geom) -> Result<NDArray> {
-    let dx = x.empty_like()?;
-    if dx.size() > 0 {
-        push_call(
-            OpCall::new(&super::DEFS[super::PSROI_BACKWARD_I], &[dy, x, rois], &[&dx])
-                .with_ints(&g.ints())
-                .with_nums(&[g.scale]),
-        )?;
-    }
-    Ok(dx)
+    super::region_backward(&call(&g), dy, x, rois)
 }
 
 /// A region's batch image (`None`: skipped) and its bins as clamped cell ranges
