@@ -292,3 +292,16 @@ def test_internal_names_of_the_updates():
     assert nd._internal._adamw_update is not None and nd._internal._multi_lamb_update is not None
     with pytest.raises(mx.base.MXNetError, match="row_sparse"):
         nd.contrib.group_adagrad_update(nd.ones((2, 2)), nd.ones((2, 2)), nd.ones((2, 1)), lr=0.1)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda: nd.contrib.ROIAlign(nd.zeros((1, 2, 0, 5)), nd.array([[0, 1, 1, 3, 3]]),
+                                pooled_size=(2, 2), spatial_scale=1.0),
+    lambda: nd.contrib.RROIAlign(nd.zeros((1, 2, 0, 5)), nd.array([[0, 1, 1, 3, 3, 10]]),
+                                 pooled_size=(2, 2), spatial_scale=1.0),
+    lambda: nd.contrib.PSROIPooling(nd.zeros((1, 8, 4, 0)), nd.array([[0, 1, 1, 3, 3]]),
+                                    spatial_scale=1.0, output_dim=2, pooled_size=2),
+])
+def test_region_operators_reject_an_empty_feature_map(fn):
+    with pytest.raises(mx.base.MXNetError, match="ROI.*empty|PSROI.*empty"):
+        fn()

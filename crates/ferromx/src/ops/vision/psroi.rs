@@ -92,6 +92,9 @@ impl Geom {
         let (&[n, c, h, w], &[r, 5]) = (x.dims(), rois.dims()) else {
             return Err(Error::shape(i.name(), &[x, rois], "data must be (N, C, H, W) and rois (R, 5)"));
         };
+        if h == 0 || w == 0 {
+            return Err(Error::shape(i.name(), &[x, rois], "the feature map must not be empty"));
+        }
         let (od, p, gs) = (i.i64("output_dim")?, i.i64("pooled_size")?, i.i64("group_size")?);
         if od < 1 || p < 1 || gs < 0 {
             return Err(Error::value(

@@ -126,6 +126,9 @@ impl Geom {
         if rc != cols {
             return Err(Error::shape(i.name(), &[x, rois], format!("data must be (N, C, H, W) and rois (R, {cols})")));
         }
+        if h == 0 || w == 0 {
+            return Err(Error::shape(i.name(), &[x, rois], "the feature map must not be empty"));
+        }
         let ps = i.shape("pooled_size")?;
         let &[ph, pw] = ps.dims() else {
             return Err(Error::value(i.name(), format!("pooled_size must be (h, w), got {ps}")));
