@@ -113,3 +113,25 @@ def test_argmax_channel_fluent_and_symbol():
     s = mx.sym.argmax_channel(mx.sym.var("x"))
     ex = s.bind(mx.cpu(), {"x": x})
     assert ex.forward()[0].asnumpy().tolist() == [1.0, 0.0]
+
+
+@pytest.mark.parametrize("fn", [nd.argmax, nd.argmin, nd.argmax_channel])
+def test_index_reductions_record_a_zero_gradient(fn):
+    """MXNet records zeros through argmax/argmin (so a graph through them still has a
+    backward); ferromx recorded nothing and backward raised."""
+    x = nd.array([[1.0, 3.0, 2.0], [5.0, 0.0, 1.0]])
+    x.attach_grad()
+    with autograd.record():
+        y = fn(x, axis=1) if fn is not nd.argmax_channel else fn(x)
+        z = (y * 2 + x.sum(axis=1)).sum()
+    z.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), np.ones((2, 3)))
+
+
+def test_one_hot_records_a_zero_gradient():
+    x = nd.array([0.0, 2.0, 1.0])
+    x.attach_grad()
+    with autograd.record():
+        z = (nd.one_hot(x, depth=3) * 2).sum() + (x * x).sum()
+    z.backward()
+    np.testing.assert_array_equal(x.grad.asnumpy(), 2 * x.asnumpy())

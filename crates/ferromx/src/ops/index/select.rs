@@ -204,6 +204,10 @@ pub fn one_hot(indices: &NDArray, depth: usize, on: f64, off: f64, dtype: DType)
     if out.size() > 0 {
         push_call(OpCall::new(&DEFS[2], &[indices], &[&out]).with_ints(&[depth as i64]).with_nums(&[on, off]))?;
     }
+    // MXNet records a zero gradient for the indices (so a graph through it has a backward)
+    if crate::autograd::needs_record(&[indices]) {
+        crate::ops::binary::record_zero_grad(&DEFS[2], &[indices], &out, &[]);
+    }
     Ok(out)
 }
 

@@ -220,9 +220,13 @@ pub fn argmax(x: &NDArray, axis: Option<i64>, keepdims: bool, is_min: bool, out_
         Some(_) => out_shape(src.shape(), &[ax], keepdims),
     };
     let out = NDArray::empty(oshape, out_dtype, x.ctx())?;
+    let def = &DEFS[if is_min { 9 } else { 8 }];
     if out.size() > 0 {
-        let def = &DEFS[if is_min { 9 } else { 8 }];
         push_call(OpCall::new(def, &[&src], &[&out]).with_ints(&[outer as i64, r as i64, inner as i64]))?;
+    }
+    // an index: MXNet records a zero gradient, so a graph through it can still be differentiated
+    if crate::autograd::needs_record(&[x]) {
+        crate::ops::binary::record_zero_grad(def, &[x], &out, &[]);
     }
     Ok(out)
 }
