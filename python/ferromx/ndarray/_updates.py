@@ -325,8 +325,7 @@ def mp_adamw_update(weight, grad, mean, var, weight32, rescale_grad, lr, eta, be
 
 
 def _groups(data, per, count, op):
-    if count is None or count == 0:
-        count = (len(data) - 1) // per if op.endswith("adamw_update") else len(data) // per
+    count = count or len(data) // per
     need = count * per
     if len(data) < need:
         raise ValueError(f"{op}: expected {need} arrays for {count} tensors, got {len(data)}")
@@ -364,7 +363,7 @@ def _multi_adamw(data, per, lrs, wds, etas, rescale_grad, count, beta1, beta2, e
                  clip_gradient, out, op):
     if rescale_grad is None:
         data, rescale_grad = data[:-1], data[-1]
-    groups = _groups(list(data) + [None], per, count, op)
+    groups = _groups(list(data), per, count, op)
     ok, scale = _scale_ok(rescale_grad, groups[0][0])
     results = []
     for k, g in enumerate(groups):

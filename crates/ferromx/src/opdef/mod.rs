@@ -312,6 +312,18 @@ pub struct GradArgs<'a> {
     pub nums: &'a [f64],
 }
 
+/// Allocates `def`'s outputs from `metas`, pushes the call with `nums` and records the
+/// table gradient: the whole forward of an operator with one kernel and a `Grad::Fn`.
+pub(crate) fn apply_table(def: &'static OpDef, ins: &[&NDArray], nums: &[f64], metas: &[Meta]) -> Result<Vec<NDArray>> {
+    let outs = metas.iter().map(|m| NDArray::empty(m.shape.clone(), m.dtype, m.ctx)).collect::<Result<Vec<_>>>()?;
+    if outs.iter().any(|o| o.size() > 0) {
+        let orefs: Vec<&NDArray> = outs.iter().collect();
+        push_call(OpCall::new(def, ins, &orefs).with_nums(nums))?;
+    }
+    record_table_grad(def, ins, &outs, nums);
+    Ok(outs)
+}
+
 /// Records `def`'s table gradient (if it has one and some input needs a
 /// gradient) for a call that produced `outs` from `ins` with `nums`.
 pub(crate) fn record_table_grad(def: &'static OpDef, ins: &[&NDArray], outs: &[NDArray], nums: &[f64]) {

@@ -17,8 +17,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{
-    param, push_call, record_table_grad, Attrs, Example, Grad, GradArgs, Invocation, KernelSlot, Meta, OpCall, OpDef,
-    ParamDef, ParamKind as K,
+    param, push_call, Attrs, Example, Grad, GradArgs, Invocation, KernelSlot, Meta, OpCall, OpDef, ParamDef,
+    ParamKind as K,
 };
 use crate::shape::Shape;
 
@@ -165,16 +165,7 @@ fn alloc(metas: &[Meta]) -> Result<Vec<NDArray>> {
     metas.iter().map(|m| NDArray::empty(m.shape.clone(), m.dtype, m.ctx)).collect()
 }
 
-/// Allocates the outputs, pushes the call and records the table gradient.
-fn apply(def: &'static OpDef, ins: &[&NDArray], nums: &[f64], metas: &[Meta]) -> Result<Vec<NDArray>> {
-    let outs = alloc(metas)?;
-    if outs.iter().any(|o| o.size() > 0) {
-        let orefs: Vec<&NDArray> = outs.iter().collect();
-        push_call(OpCall::new(def, ins, &orefs).with_nums(nums))?;
-    }
-    record_table_grad(def, ins, &outs, nums);
-    Ok(outs)
-}
+use crate::opdef::apply_table as apply;
 
 fn quad_nums(i: &Invocation<'_>) -> Result<[f64; 3]> {
     Ok([i.f64("a")?, i.f64("b")?, i.f64("c")?])

@@ -307,20 +307,26 @@ fn filters(i: &Invocation<'_>, c: usize, w: &Shape, b: Option<&Shape>, g: &Geom)
     Ok((f, groups))
 }
 
-fn infer_conv(def: &'static OpDef, a: &Attrs, ins: &[Meta], modulated: bool) -> Result<Vec<Meta>> {
-    let i = Invocation::params(def, a);
+/// Checks a deformable convolution's operands (data, offset, (mask,) weight, bias): the
+/// geometry, the filter count and the groups.
+fn read_conv(i: &Invocation<'_>, ins: &[Meta], modulated: bool) -> Result<(Geom, usize, usize)> {
     let first_w = if modulated { 3 } else { 2 };
     if ins.len() < first_w + 1 {
-        return Err(Error::value(def.name, "needs data, offset, (mask,) weight"));
+        return Err(Error::value(i.name(), "needs data, offset, (mask,) weight"));
     }
     let (x, off) = (&ins[0], &ins[1]);
     let mask = modulated.then(|| &ins[2].shape);
-    let g = Geom::read(&i, &x.shape, &off.shape, mask)?;
+    let g = Geom::read(i, &x.shape, &off.shape, mask)?;
     let bias = if i.bool("no_bias")? { None } else { ins.get(first_w + 1).map(|m| &m.shape) };
-    let (f, _) = filters(&i, g.c, &ins[first_w].shape, bias, &g)?;
+    let (f, groups) = filters(i, g.c, &ins[first_w].shape, bias, &g)?;
     let others: Vec<&Meta> = ins[1..].iter().collect();
-    check_float(def.name, x, &others)?;
-    Ok(vec![Meta { shape: Shape::new(&[g.n, f, g.oh, g.ow]), ..x.clone() }])
+    check_float(i.name(), x, &others)?;
+    Ok((g, f, groups))
+}
+
+fn infer_conv(def: &'static OpDef, a: &Attrs, ins: &[Meta], modulated: bool) -> Result<Vec<Meta>> {
+    let (g, f, _) = read_conv(&Invocation::params(def, a), ins, modulated)?;
+    Ok(vec![Meta { shape: Shape::new(&[g.n, f, g.oh, g.ow]), ..ins[0].clone() }])
 }
 
 /// The composite forward: sampled columns, a grouped `batch_dot` with the filters, the bias.
@@ -329,11 +335,9 @@ fn deformable_conv(i: &Invocation<'_>, modulated: bool) -> Result<NDArray> {
     let (x, off) = (i.x(0)?, i.x(1)?);
     let mask = if modulated { Some(i.x(2)?) } else { None };
     let metas: Vec<Meta> = i.inputs.iter().flatten().map(Meta::of).collect();
-    infer_conv(i.def, i.attrs, &metas, modulated)?;
-    let g = Geom::read(i, x.shape(), off.shape(), mask.map(|m| m.shape()))?;
+    let (g, f, groups) = read_conv(i, &metas, modulated)?;
     let w = i.x(first_w)?;
     let bias = if i.bool("no_bias")? { None } else { i.opt(first_w + 1) };
-    let (f, groups) = filters(i, g.c, w.shape(), bias.map(|b| b.shape()), &g)?;
     let cols = columns(x, off, mask, g)?;
     let kg = g.c / groups * g.taps();
     let (n, l) = (g.n as i64, g.l() as i64);

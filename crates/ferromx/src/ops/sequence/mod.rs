@@ -18,8 +18,8 @@ use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
 use crate::opdef::{
-    param, push_call, record_table_grad, Aliases, Attrs, Example, Grad, GradArgs, Invocation, KernelFn, KernelSlot,
-    Meta, OpCall, OpDef, ParamDef, ParamKind as K,
+    param, Aliases, Attrs, Example, Grad, GradArgs, Invocation, KernelFn, KernelSlot, Meta, OpDef, ParamDef,
+    ParamKind as K,
 };
 use crate::ops::{self, BinOp, ReduceOp};
 use crate::shape::{norm_axis, Shape};
@@ -327,15 +327,7 @@ const fn masked_def(name: &'static str, npx: &'static [&'static str], doc: &'sta
 }
 
 /// Allocates the outputs `metas`, pushes `def`'s kernel and records its gradient.
-fn apply(def: &'static OpDef, ins: &[&NDArray], nums: &[f64], metas: &[Meta]) -> Result<Vec<NDArray>> {
-    let outs = metas.iter().map(|m| NDArray::empty(m.shape.clone(), m.dtype, m.ctx)).collect::<Result<Vec<_>>>()?;
-    if outs.iter().any(|o| o.size() > 0) {
-        let orefs: Vec<&NDArray> = outs.iter().collect();
-        push_call(OpCall::new(def, ins, &orefs).with_nums(nums))?;
-    }
-    record_table_grad(def, ins, &outs, nums);
-    Ok(outs)
-}
+use crate::opdef::apply_table as apply;
 
 // ---- the sequence operators ----
 
