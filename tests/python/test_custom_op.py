@@ -192,3 +192,23 @@ def test_is_train_and_assign_add():
 def test_registry_listing():
     names = mx.operator.get_all_registered_operators()
     assert "Custom" in names and "FullyConnected" in names and "softmax" in names
+
+
+def test_sym_custom_binds_runs_and_differentiates():
+    """``mx.sym.Custom``: inputs named by the property (a missing label becomes a variable
+    ``<name>_label``), outputs by ``list_outputs``; forward and backward as imperatively."""
+    data = mx.sym.var("data")
+    sym = mx.sym.Custom(data=data, op_type="test_scaled_sigmoid", scale=2.0, name="sig")
+    assert sym.list_arguments() == ["data"] and sym.list_outputs() == ["sig_output"]
+    assert sym.infer_shape(data=(2, 3))[1] == [(2, 3)]
+    x = np.linspace(-1, 1, 6, dtype=np.float32).reshape(2, 3)
+    ex = sym.simple_bind(mx.cpu(), data=(2, 3))
+    ex.forward(is_train=True, data=x)
+    y = 2.0 / (1 + np.exp(-x))
+    np.testing.assert_allclose(ex.outputs[0].asnumpy(), y, rtol=1e-5)
+    ex.backward(nd.ones((2, 3)))
+    np.testing.assert_allclose(ex.grad_dict["data"].asnumpy(), y * (1 - y / 2), rtol=1e-5)
+    soft = mx.sym.Custom(mx.sym.var("x"), op_type="test_softmax", name="sm")
+    assert soft.list_arguments() == ["x", "sm_label"]
+    with pytest.raises(mx.base.MXNetError, match="no operator registered"):
+        mx.sym.Custom(data, op_type="no_such_op")

@@ -129,7 +129,8 @@ class CachedGraph:
                 and len(cache[3]) == 1):
             vals = cache[2].copy()
             vals[cache[3][0][0]] = x
-            outs = self.plan.native.run(vals)
+            native = self.plan.native
+            outs = native.run(vals) if native is not None else self.plan.run_python(vals)
             return outs[0] if self.out_fmt == 0 else regroup(outs, self.out_fmt)[0]
         return self.run([x], ctx)
 

@@ -466,8 +466,15 @@ def sample_multinomial(data, shape=None, get_prob=False, dtype="int32", out=None
     return _rnd.multinomial(data, shape=shape, get_prob=get_prob, dtype=dtype, out=out)
 
 
-def _pdf(name, body):
-    def op(sample, *params, is_log=False, out=None, name=None):
+def _pdf(name, body, names):
+    def op(sample, *params, is_log=False, out=None, name=None, **kwargs):
+        params = list(params)
+        for key in names[len(params):]:  # MXNet's keyword names (mu=, sigma= ...)
+            if key in kwargs:
+                params.append(kwargs.pop(key))
+        if kwargs or len(params) != len(names):
+            raise TypeError(f"random_pdf_{op.dist}: takes sample and {list(names)}, got "
+                            f"{len(params)} parameters and keywords {sorted(kwargs)}")
         ps = []
         for p in params:
             extra = sample.ndim - p.ndim
@@ -475,6 +482,7 @@ def _pdf(name, body):
         logp = body(sample, *ps)
         return _store(logp if is_log else _nd().exp(logp), out)
 
+    op.dist = name
     op.__name__ = f"random_pdf_{name}"
     op.__doc__ = (f"The {name} density (log-density with ``is_log``) of ``sample`` (shape "
                   f"``params.shape + extra``), per element of the parameters.")
@@ -486,16 +494,16 @@ def _lg(x):
 
 
 random_pdf_normal = _pdf("normal", lambda x, mu, sigma: (
-    -((x - mu) ** 2) / (2 * sigma * sigma) - _nd().log(sigma) - 0.5 * math.log(2 * math.pi)))
+    -((x - mu) ** 2) / (2 * sigma * sigma) - _nd().log(sigma) - 0.5 * math.log(2 * math.pi)), ("mu", "sigma"))
 random_pdf_uniform = _pdf("uniform", lambda x, lo, hi: _nd().log(
-    ((x >= lo) * (x <= hi)).astype(x._dtype_name) / (hi - lo)))
-random_pdf_exponential = _pdf("exponential", lambda x, lam: _nd().log(lam) - lam * x)
+    ((x >= lo) * (x <= hi)).astype(x._dtype_name) / (hi - lo)), ("low", "high"))
+random_pdf_exponential = _pdf("exponential", lambda x, lam: _nd().log(lam) - lam * x, ("lam",))
 random_pdf_gamma = _pdf("gamma", lambda x, a, b: (
-    a * _nd().log(b) + (a - 1) * _nd().log(x) - b * x - _lg(a)))
+    a * _nd().log(b) + (a - 1) * _nd().log(x) - b * x - _lg(a)), ("alpha", "beta"))
 random_pdf_poisson = _pdf("poisson", lambda x, lam: (
-    x * _nd().log(lam) - lam - _lg(x + 1)))
+    x * _nd().log(lam) - lam - _lg(x + 1)), ("lam",))
 random_pdf_negative_binomial = _pdf("negative_binomial", lambda x, k, p: (
-    _lg(x + k) - _lg(x + 1) - _lg(k) + k * _nd().log(p) + x * _nd().log(1 - p)))
+    _lg(x + k) - _lg(x + 1) - _lg(k) + k * _nd().log(p) + x * _nd().log(1 - p)), ("k", "p"))
 
 
 def _gnb(x, mu, alpha):
@@ -505,7 +513,8 @@ def _gnb(x, mu, alpha):
     return _lg(x + k) - _lg(x + 1) - _lg(k) + k * nd.log(p) + x * nd.log(1 - p)
 
 
-random_pdf_generalized_negative_binomial = _pdf("generalized_negative_binomial", _gnb)
+random_pdf_generalized_negative_binomial = _pdf("generalized_negative_binomial", _gnb,
+                                               ("mu", "alpha"))
 
 
 def random_pdf_dirichlet(sample, alpha, is_log=False, out=None, name=None):

@@ -16,13 +16,18 @@ from .ndarray import NDArray, _dtype_name, _shape_arg, invoke
 
 __all__ = [
     "exponential",
+    "exponential_like",
     "gamma",
+    "gamma_like",
     "generalized_negative_binomial",
+    "generalized_negative_binomial_like",
     "multinomial",
     "negative_binomial",
+    "negative_binomial_like",
     "normal",
     "normal_like",
     "poisson",
+    "poisson_like",
     "randint",
     "randn",
     "shuffle",
@@ -237,6 +242,36 @@ def uniform_like(data, low=0.0, high=1.0, out=None, **kwargs):
 def normal_like(data, loc=0.0, scale=1.0, out=None, **kwargs):
     """Normal samples shaped, typed and placed like ``data``."""
     return normal(loc, scale, shape=data.shape, dtype=data.dtype, ctx=data.context, out=out)
+
+
+def _like(sampler, data, params, out):
+    return sampler(*params, shape=data.shape, dtype=data.dtype, ctx=data.context, out=out)
+
+
+def exponential_like(data, lam=1.0, out=None, **kwargs):
+    """Exponential samples of rate ``lam`` (MXNet's ``_random_exponential_like``
+    parameter; mean ``1/lam``) shaped, typed and placed like ``data``."""
+    return _like(exponential, data, (1.0 / lam,), out)
+
+
+def gamma_like(data, alpha=1.0, beta=1.0, out=None, **kwargs):
+    """Gamma(alpha, scale beta) samples shaped, typed and placed like ``data``."""
+    return _like(gamma, data, (alpha, beta), out)
+
+
+def poisson_like(data, lam=1.0, out=None, **kwargs):
+    """Poisson(lam) samples shaped, typed and placed like ``data``."""
+    return _like(poisson, data, (lam,), out)
+
+
+def negative_binomial_like(data, k=1, p=1, out=None, **kwargs):
+    """Negative binomial samples shaped, typed and placed like ``data``."""
+    return _like(negative_binomial, data, (k, p), out)
+
+
+def generalized_negative_binomial_like(data, mu=1, alpha=1, out=None, **kwargs):
+    """Generalized negative binomial samples shaped, typed and placed like ``data``."""
+    return _like(generalized_negative_binomial, data, (mu, alpha), out)
 
 
 def multinomial(data, shape=None, get_prob=False, out=None, dtype="int32", **kwargs):

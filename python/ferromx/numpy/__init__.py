@@ -187,8 +187,13 @@ def argmin(a, axis=None, out=None):
 
 
 def dot(a, b, out=None):
-    """Dot product (two vectors give a 0-d array)."""
-    return _nd.dot(asarray(a), asarray(b), out=out)
+    """Dot product (two vectors give a 0-d array). NumPy's rule for N-d ``b``: ``a``'s last
+    axis against ``b``'s second-to-last (``b``'s axes are moved for the engine's ``dot``,
+    which contracts with the first)."""
+    a, b = asarray(a), asarray(b)
+    if a.ndim > 0 and b.ndim > 2:
+        b = b.transpose((b.ndim - 2, *range(b.ndim - 2), b.ndim - 1))
+    return _nd.dot(a, b, out=out)
 
 
 def matmul(a, b, out=None):

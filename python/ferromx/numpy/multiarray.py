@@ -125,6 +125,34 @@ def _squeeze(self, axis=None):
     return self._reshape(shape).copy()
 
 
+def _accumulator(name, dtype):
+    """The dtype ``sum``/``prod`` of a ``name`` array add in when ``dtype`` is asked for
+    (MXNet's: a wide accumulator, then the cast; integers in int64, floats in the wider of
+    the two)."""
+    def size(n):
+        return 2 if n == "bfloat16" else _onp.dtype(n).itemsize
+
+    want = _ndmod._dtype_name(dtype)
+    if name not in _FLOATS:
+        return "int64"
+    if want in _FLOATS and size(want) > size(name):
+        return want
+    return name
+
+
+def _int_mean(x, axis, dtype, out, keepdims):
+    """``mean`` of an integer array in an integer ``dtype``: NumPy's (and MXNet's) sum in
+    that dtype (wrapping), divided, truncated."""
+    x = x.astype(dtype)
+    total = x.sum(axis=axis, keepdims=keepdims)
+    count = x.size // max(total.size, 1) if x.size else 0
+    res = (total.astype("float64") / max(count, 1)).astype(dtype)
+    if out is not None:
+        out[...] = res
+        return out
+    return res
+
+
 def _reduce(op):
     def fn(self, axis=None, dtype=None, out=None, keepdims=False):
         x = self
@@ -132,7 +160,11 @@ def _reduce(op):
         if op in ("sum", "prod") and name == "bool":
             x = x.astype("int64")
         elif op == "mean" and name not in _FLOATS:
+            if dtype is not None and _ndmod._dtype_name(dtype) not in _FLOATS:
+                return _int_mean(x, axis, dtype, out, keepdims)
             x = x.astype(_default_float())
+        elif op in ("sum", "prod") and dtype is not None:
+            x = x.astype(_accumulator(name, dtype))
         if axis == ():
             res = x.copy()
         else:

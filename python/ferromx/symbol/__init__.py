@@ -24,3 +24,32 @@ _F_HOOK = [lambda: __import__(__name__, fromlist=["_"])]
 
 __all__ = ["Executor", "Group", "Symbol", "Variable", "contrib", "fromjson", "load", "load_json", "random", "var"]
 __all__ += sorted(_symbol_mod._FNS)  # noqa: PLE0605 - names generated from the table
+
+# mx.sym.np / mx.sym.npx (NumPy-semantics symbols), importable as modules too
+import sys as _sys
+
+from . import _np_symbol
+from ._custom import Custom  # noqa: F401 - mx.sym.Custom
+
+
+def _install_nd_functions():
+    """``mx.sym.random_pdf_*``: the ``nd`` densities (Python over table operators) as
+    function nodes."""
+    from ..ndarray import _extra
+
+    for fname in _extra.__all__:
+        if fname.startswith("random_pdf_") and fname not in globals():
+            globals()[fname] = _np_symbol.nd_function(fname, getattr(_extra, fname))
+            __all__.append(fname)
+
+
+_install_nd_functions()
+
+from . import _nd_functions
+
+__all__ += _nd_functions.install(globals())  # noqa: PLE0605
+
+np = numpy = _np_symbol.np
+npx = numpy_extension = _np_symbol.npx
+_sys.modules[np.__name__] = np
+_sys.modules[npx.__name__] = npx

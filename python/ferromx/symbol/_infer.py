@@ -198,7 +198,42 @@ def _param_rules(node, shapes):
             shapes.set((id(src), idx), shp, node.name)
 
 
+def _fn_forward(node, shapes, dtype_of):
+    """An mx.np function node: its outputs from running it on zeros of known input shapes
+    (dtypes too, kept on the node for the type pass)."""
+    entries = [(id(n), i) for n, i in node.inputs]
+    ins = [shapes.get(e) for e in entries]
+    if not all(s is not None and _known(s) for s in ins):
+        return
+    dts = [(dtype_of or {}).get(e, np.float32) for e in entries]
+    try:
+        outs, out_dts = node.infer(ins, dts)
+    except Exception as err:  # noqa: BLE001 - the function's own error, named
+        raise MXNetError(f"Error in operator {node.name}: {node.op} cannot infer the output "
+                         f"shape from input shapes {ins}: {err}") from None
+    node.inferred = (tuple(np.dtype(t).name for t in dts), out_dts)
+    for i, sh in enumerate(outs):
+        shapes.set((id(node), i), sh, node.name)
+
+
+def _source_forward(node, shapes):
+    """An operator without inputs (``_zeros``, ``_arange``, a sampler): its shape from its
+    attributes. An empty shape is MXNet's "unknown" there (the consumer infers it)."""
+    if not _spec.BY_NAME[node.op]["infer"]:
+        return
+    try:
+        outs = op_shapes(node, [], [])
+    except MXNetError:
+        return
+    for i, sh in enumerate(outs):
+        if sh:
+            shapes.set((id(node), i), sh, node.name)
+
+
 def _forward(node, shapes, dtype_of):
+    if hasattr(node, "call"):
+        _fn_forward(node, shapes, dtype_of)
+        return
     _param_rules(node, shapes)
     entries = [(id(n), i) for n, i in node.inputs]
     out0 = (id(node), 0)
@@ -209,7 +244,10 @@ def _forward(node, shapes, dtype_of):
     if node.inputs and _same_shape(node):
         shapes.set(out0, shapes.get(entries[0]), node.name)
     ins = [shapes.get(e) for e in entries]
-    if not ins or ins[0] is None:
+    if not ins:
+        _source_forward(node, shapes)
+        return
+    if ins[0] is None:
         return
     if any(s is None for s in ins) and not _spec.BY_NAME[node.op]["graph"]["param_shapes"]:
         return
@@ -225,6 +263,8 @@ def _forward(node, shapes, dtype_of):
 
 
 def _backward(node, shapes):
+    if hasattr(node, "call"):  # a function node: shapes flow forward only
+        return
     entries = [(id(n), i) for n, i in node.inputs]
     outs = [shapes.get((id(node), i)) for i in range(node.num_outputs())]
     if _spec.BY_NAME[node.op]["outputs"][0].startswith("*"):  # split: equal outputs
@@ -310,6 +350,12 @@ def _out_dtypes(node, ins):
     op, attrs = node.op, node.attrs
     n = node.num_outputs()
     first = next((t for t in ins if t is not None), None)
+    if hasattr(node, "call"):  # a function node: the dtypes its shape inference saw
+        seen = node.inferred
+        names = tuple(None if t is None else np.dtype(t).name for t in ins)
+        if seen is not None and seen[0] == names:
+            return [np.dtype(t).type for t in seen[1]]
+        return [None if first is None else first] * n
     params = _spec.params(op)
     dt = attrs.get("dtype")
     if _spec.BY_NAME[op]["graph"]["out_dtypes"]:  # the table's rule (topk's indices)

@@ -13,6 +13,11 @@ MXNET_VERSION = 10901
 def tojson(sym):
     """The JSON text of ``sym``'s graph."""
     nodes = sym._nodes()
+    fn_nodes = [n for n in nodes if hasattr(n, "call")]
+    if fn_nodes:
+        raise MXNetError(f"Symbol.tojson: the graph has mx.np function nodes "
+                         f"({', '.join(f'{n.op} {n.name!r}' for n in fn_nodes[:3])}), which "
+                         "run mx.np's Python functions and have no MXNet graph JSON form")
     index = {id(n): i for i, n in enumerate(nodes)}
     out_nodes, row_ptr = [], [0]
     for node in nodes:

@@ -44,6 +44,13 @@ class Plan:
         for node in nodes:
             if node.op is None:
                 continue
+            if _is_fn(node):  # an mx.np function node: runs in the Python loop
+                ins = tuple(slot[(id(s), i)] for s, i in node.inputs)
+                for i in range(node.nout):
+                    slot[(id(node), i)] = n + i
+                steps.append((node, ins, n, node.nout, None))
+                n += node.nout
+                continue
             if not _spec.is_available(node.op):
                 raise MXNetError(f"operator {node.op} (graph node {node.name!r}) is not "
                                  "implemented in ferromx yet: the graph can be loaded and "
@@ -61,13 +68,14 @@ class Plan:
         self.head_slots = [slot[(id(h), i)] for h, i in sym._heads]
         self.input_names = names
         self.release = _release_points(steps, n, self.head_slots)
-        self.native = _native.NativePlan([(op, list(ins), out, nout, kwargs)
-                                          for op, ins, out, nout, kwargs in steps],
-                                         n, self.head_slots)
+        # None when a function node needs the Python loop
+        self.native = None if any(_is_fn(s[0]) for s in steps) else _native.NativePlan(
+            [(op, list(ins), out, nout, kwargs) for op, ins, out, nout, kwargs in steps],
+            n, self.head_slots)
 
     def run(self, arrays):
         """Run the graph on ``arrays`` (one per input name); returns the outputs."""
-        if all(isinstance(a, NDArray) for a in arrays):
+        if self.native is not None and all(isinstance(a, NDArray) for a in arrays):
             return self.native.run(arrays)
         return self.run_python(arrays)
 
@@ -77,7 +85,10 @@ class Plan:
         vals.extend([None] * (self.n_slots - len(vals)))
         invoke = _native.invoke
         for (op, ins, out, nout, kwargs), done in zip(self.steps, self.release):
-            res = invoke(op, [vals[i] for i in ins], **kwargs)
+            if kwargs is None:  # a function node
+                res = op.run([vals[i] for i in ins])
+            else:
+                res = invoke(op, [vals[i] for i in ins], **kwargs)
             if nout == 1:
                 vals[out] = res[0] if isinstance(res, list) else res
             else:
@@ -85,6 +96,11 @@ class Plan:
             for i in done:
                 vals[i] = None
         return [vals[i] for i in self.head_slots]
+
+
+def _is_fn(node):
+    """Whether ``node`` is an ``mx.np`` function node (``symbol._np_symbol``)."""
+    return hasattr(node, "call")
 
 
 def _release_points(steps, n_slots, heads):
@@ -122,10 +138,10 @@ def eliminate_common_expr(sym):
         ins = [(canon[id(n)], i) for n, i in node.inputs]
         key = (node.op, node.json_op, tuple(sorted(node.attrs.items())),
                tuple((id(n), i) for n, i in ins))
-        if not node.op.startswith(_IMPURE_PREFIXES) and key in seen:
+        if not node.op.startswith(_IMPURE_PREFIXES) and key in seen and not _is_fn(node):
             canon[id(node)] = seen[key]
             continue
-        new = _Node(node.op, node.name, node.attrs, ins, node.json_op)
+        new = node.with_inputs(ins)
         seen[key] = new
         canon[id(node)] = new
     heads, used = [], set()
@@ -267,7 +283,8 @@ class Executor:
         return self._optimized
 
     def debug_str(self):
-        """The nodes of the executed graph and the memory its arrays hold."""
+        """The nodes of the executed graph and the memory a run keeps alive
+        (``symbol._memory``)."""
         lines = [f"Symbol Outputs:\n\toutput[{i}]={n}" for i, n in
                  enumerate(self._symbol.list_outputs())]
         for node in self._optimized._nodes():
@@ -276,9 +293,9 @@ class Executor:
             else:
                 ins = ", ".join(n.output_name(i) for n, i in node.inputs)
                 lines.append(f"Op:{node.op}, Name={node.name}\nInputs:\n\t{ins}")
-        arrays = self.arg_arrays + self.aux_arrays + [g for g in self.grad_arrays if g is not None]
-        total = sum(a.size * np.dtype(a.dtype).itemsize for a in arrays)
-        lines.append(f"Total {total >> 20} MB allocated")
+        from ._memory import total_bytes
+
+        lines.append(f"Total {total_bytes(self) >> 20} MB allocated")
         return "\n".join(lines)
 
     def copy_params_from(self, arg_params, aux_params=None, allow_extra_params=False):

@@ -77,6 +77,10 @@ class _Node:
             return self.name
         return f"{self.name}_{_spec.output_names(self.op, self.attrs)[i]}"
 
+    def with_inputs(self, inputs):
+        """The same operator application over other input entries."""
+        return _Node(self.op, self.name, self.attrs, inputs, self.json_op)
+
     def aux_positions(self):
         """Input positions that are auxiliary states."""
         if self.op is None:
@@ -182,8 +186,7 @@ class Symbol:
             for n, i in node.inputs:
                 rep = new[id(n)]
                 ins.append(rep if isinstance(rep, tuple) else (rep, i))
-            clone = _Node(node.op, node.name, node.attrs, ins, node.json_op)
-            new[id(node)] = clone
+            new[id(node)] = node.with_inputs(ins)
         out = []
         for n, i in self._heads:
             rep = new[id(n)]
@@ -245,7 +248,7 @@ class Symbol:
             return Symbol([(_Node(None, node.name, node.attrs), 0)])
         names = node.in_names or [f"arg{i}" for i in range(len(node.inputs))]
         ins = [(_Node(None, n), 0) for n in names[:len(node.inputs)]]
-        new = _Node(node.op, node.name, node.attrs, ins, node.json_op)
+        new = node.with_inputs(ins)
         return Symbol([(new, i) for i in range(new.num_outputs())])
 
     def get_internals(self):
@@ -369,6 +372,21 @@ class Symbol:
 
         ex = self.bind(ctx or current_context(), kwargs)
         return ex.forward()
+
+    def debug_str(self):
+        """The graph as text, in MXNet's layout (outputs, variables, each operator with its
+        inputs and attributes)."""
+        lines = ["Symbol Outputs:"] + [f"\toutput[{i}]={n.name}({k})"
+                                       for i, (n, k) in enumerate(self._heads)]
+        for node in self._nodes():
+            if node.op is None:
+                lines.append(f"Variable:{node.name}")
+                continue
+            lines += ["--------------------", f"Op:{node.op}, Name={node.name}", "Inputs:"]
+            lines += [f"\targ[{j}]={n.name}({k}) version=0" for j, (n, k) in enumerate(node.inputs)]
+            if node.attrs:
+                lines += ["Attrs:"] + [f"\t{k}={v}" for k, v in sorted(node.attrs.items())]
+        return "\n".join(lines) + "\n"
 
     def gradient(self, wrt):
         """Not available: ferromx differentiates executed graphs with autograd."""
