@@ -454,13 +454,16 @@ def record_custom(
 
 def autograd_graph(
     heads: Sequence[NDArray],
+    known: Sequence[NDArray] | None = None,
 ) -> tuple[
-    list[tuple[str, str | None, dict[str, str], list[tuple[int, int]], bool]],
+    list[tuple[str, str | None, dict[str, str], list[tuple[int, int]], bool,
+               int | NDArray | None]],
     list[tuple[int, int]],
 ]:
     """The recorded computation of ``heads`` for ``autograd.get_symbol``: nodes
-    ``(kind, op, attrs, inputs, annotated)`` (kind ``'var'``, ``'null'`` or ``'op'``), inputs
-    first, and the heads as ``(node index, output index)``."""
+    ``(kind, op, attrs, inputs, annotated, leaf)`` (kind ``'var'``, ``'null'`` or ``'op'``),
+    inputs first, and the heads as ``(node index, output index)``. ``leaf``: a leaf's
+    position in ``known``, else its array while alive, else ``None``."""
 
 # -------------------------------------------------------------------- engine and random
 def seed(seed: int, ctx: str | None = None) -> None:

@@ -63,8 +63,31 @@ def _user_stacklevel():
     return level
 
 
+class TracedRead(MXNetError):
+    """A value was read while a graph was traced from placeholder arrays: the graph would
+    bake in the placeholder's value (``symbol._record_trace``)."""
+
+
+_tracing = threading.local()
+_TRACING = [0]  # how many threads trace now: the common check stays one comparison
+
+
+def enter_trace(what):
+    """Blocking reads on this thread raise :class:`TracedRead` until :func:`exit_trace`."""
+    _TRACING[0] += 1
+    prev, _tracing.what = getattr(_tracing, "what", None), what
+    return prev
+
+
+def exit_trace(prev):
+    _TRACING[0] -= 1
+    _tracing.what = prev
+
+
 def check(call):
     """Called by every blocking read; cheap when the guard is off."""
+    if _TRACING[0] and getattr(_tracing, "what", None):
+        raise TracedRead(f"{call}() reads a value while {_tracing.what}")
     mode = _state["mode"]
     if mode == "off":
         return

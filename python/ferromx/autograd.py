@@ -149,7 +149,7 @@ def get_symbol(x):
     except MXNetError as err:
         raise MXNetError(f"autograd.get_symbol: {err}") from None
     built, n_var, n_op = [], 0, 0
-    for kind, op, attrs, inputs, annotated in nodes:
+    for kind, op, attrs, inputs, annotated, _leaf in nodes:
         if kind != "op":
             built.append(_Node(None, f"{'var' if kind == 'var' else 'null'}{n_var}"))
             n_var += 1

@@ -208,14 +208,29 @@ fn backward(
 }
 
 /// The recorded computation of `heads` for `autograd.get_symbol`: `(nodes, heads)`, each
-/// node `(kind, op, attrs, inputs, annotated)` with kind `'var'`, `'null'` or `'op'`, inputs
-/// and heads as `(node index, output index)`, nodes inputs first.
+/// node `(kind, op, attrs, inputs, annotated, leaf)` with kind `'var'`, `'null'` or `'op'`,
+/// inputs and heads as `(node index, output index)`, nodes inputs first. `leaf` is, for a
+/// leaf, its position in `known` when it is one of those arrays, else its array (a
+/// constant) while alive, else `None` (graph tracing maps placeholders and constants).
 #[pyfunction]
-fn autograd_graph<'py>(py: Python<'py>, heads: Vec<PyRef<'_, PyND>>) -> PyResult<Bound<'py, PyTuple>> {
+#[pyo3(signature = (heads, known = None))]
+fn autograd_graph<'py>(
+    py: Python<'py>,
+    heads: Vec<PyRef<'_, PyND>>,
+    known: Option<Vec<PyRef<'_, PyND>>>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let h: Vec<ferromx::NDArray> = heads.iter().map(|x| x.a.clone()).collect();
     let g = autograd::graph(&h).map_err(to_py_err)?;
+    let known: Vec<ferromx::NDArray> = known.unwrap_or_default().iter().map(|x| x.a.clone()).collect();
     let nodes = PyList::empty(py);
     for n in &g.nodes {
+        let leaf: Py<PyAny> = match &n.array {
+            None => py.None(),
+            Some(a) => match known.iter().position(|k| k.same(a)) {
+                Some(i) => i.into_pyobject(py)?.into_any().unbind(),
+                None => wrap_as(py, a.clone(), false)?.into_any(),
+            },
+        };
         let attrs = PyDict::new(py);
         let (kind, op, annotated) = match &n.kind {
             autograd::SymKind::Var => ("var", None, true),
@@ -227,7 +242,7 @@ fn autograd_graph<'py>(py: Python<'py>, heads: Vec<PyRef<'_, PyND>>) -> PyResult
                 ("op", Some(op.clone()), *annotated)
             }
         };
-        nodes.append((kind, op, attrs, n.inputs.clone(), annotated))?;
+        nodes.append((kind, op, attrs, n.inputs.clone(), annotated, leaf))?;
     }
     PyTuple::new(py, [nodes.into_any(), g.heads.clone().into_pyobject(py)?.into_any()])
 }

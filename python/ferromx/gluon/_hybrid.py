@@ -78,21 +78,26 @@ class CachedGraph:
     other input variable is a parameter of ``params`` (by name).
     """
 
-    __slots__ = ("_cache", "data_names", "graph", "out_fmt", "params", "plan", "slots")
+    __slots__ = ("_cache", "data_names", "graph", "out_fmt", "out_np", "params", "plan",
+                 "slots")
 
-    def __init__(self, graph, data_names, params, out_fmt):
+    def __init__(self, graph, data_names, params, out_fmt, out_np=None):
         self.graph = graph
+        # np inputs: whether the outputs are np.ndarray (np symbols) or NDArray (legacy)
+        self.out_np = out_np
         self.data_names = list(data_names)
         self.out_fmt = out_fmt
         inputs = graph.list_inputs()
-        missing = [n for n in inputs if n not in self.data_names and n not in params]
+        consts = constants(graph)
+        missing = [n for n in inputs
+                   if n not in self.data_names and n not in params and n not in consts]
         if missing:
             raise RuntimeError(f"The graph has inputs {missing} that are neither block inputs "
                                f"{self.data_names} nor parameters")
         self.params = params
         self.plan = Plan(graph, inputs)
         self.slots = [("d", self.data_names.index(n)) if n in self.data_names else
-                      ("p", params[n]) for n in inputs]
+                      ("c", consts[n]) if n in consts else ("p", params[n]) for n in inputs]
         # (ctx, DATA_GENERATION, slot values with the parameters' arrays, data positions)
         self._cache = None
 
@@ -116,6 +121,8 @@ class CachedGraph:
         for kind, x in self.slots:
             if kind == "d":
                 vals.append(args[x])
+            elif kind == "c":  # a constant recorded into the graph (np-mode tracing)
+                vals.append(x)
             else:
                 vals.append(x.data(Context(*ctx) if ctx is not None else None))
         return vals
@@ -131,6 +138,8 @@ class CachedGraph:
             vals[cache[3][0][0]] = x
             native = self.plan.native
             outs = native.run(vals) if native is not None else self.plan.run_python(vals)
+            if self.out_np is not None:
+                outs = _kind(outs, self.out_np)
             return outs[0] if self.out_fmt == 0 else regroup(outs, self.out_fmt)[0]
         return self.run([x], ctx)
 
@@ -138,9 +147,21 @@ class CachedGraph:
         """Outputs for NDArray ``args``, regrouped as ``hybrid_forward`` returned them
         (``ctx``: the arguments' native context, which parameters' copies must match)."""
         outs = self.plan.run(self._values(args, ctx))
+        if self.out_np is not None:
+            outs = _kind(outs, self.out_np)
         if self.out_fmt == 0:
             return outs[0]
         return regroup(outs, self.out_fmt)[0]
+
+
+def _kind(outs, np_out):
+    return [o if o._is_np == np_out else (o.as_np_ndarray() if np_out else o.as_nd_ndarray())
+            for o in outs]
+
+
+def constants(graph):
+    """``{name: array}`` of the constants an np-mode trace recorded into ``graph``."""
+    return {n.name: n.value for n in graph._nodes() if hasattr(n, "value")}
 
 
 def _signature(args):
@@ -153,9 +174,12 @@ def _data_names(n):
 
 
 def trace(block, args):
-    """Trace ``block`` on NDArray ``args``: ``(graph, data_names, out_fmt)``."""
+    """Trace ``block`` on NDArray ``args``: ``(graph, data_names, out_fmt, out_np)``
+    (``out_np``: for np inputs, whether the outputs are np symbols; else ``None``)."""
     names = _data_names(len(args))
-    inputs = [_sym.var(n) if a is not None else None for n, a in zip(names, args)]
+    inputs = [(_sym.var(n).as_np_ndarray() if a._is_np else _sym.var(n))
+              if isinstance(a, NDArray) else (_sym.var(n) if a is not None else None)
+              for n, a in zip(names, args)]
     shapes = {n: a.shape for n, a in zip(names, args) if isinstance(a, NDArray)}
     dtypes = {n: a.dtype for n, a in zip(names, args) if isinstance(a, NDArray)}
     np_inputs = any(isinstance(a, NDArray) and a._is_np for a in args)
@@ -163,7 +187,13 @@ def trace(block, args):
         out = block._symbolic_call(*inputs)
     flat, fmt = flatten(out, "output")
     graph = _sym.Group(flat) if len(flat) > 1 else flat[0]
-    return graph, [n for n, a in zip(names, args) if a is not None], fmt
+    out_np = None
+    if np_inputs:
+        kinds = {type(s) is not Symbol for s in flat}
+        if len(kinds) > 1:  # MXNet's error (the eager call raises it)
+            raise TypeError("hybrid_forward returns both np and legacy symbols")
+        out_np = kinds.pop()
+    return graph, [n for n, a in zip(names, args) if a is not None], fmt, out_np
 
 
 _EAGER = object()  # cache marker: this signature could not be traced, run eagerly
@@ -191,7 +221,7 @@ def call_cached(block, x, args):
         return _eager(block, x, args)
     if entry is None:
         try:
-            graph, data_names, fmt = trace(block, full)
+            graph, data_names, fmt, out_np = trace(block, full)
         except NotImplementedForSymbol:
             raise  # value-dependent Python code: MXNet's error at trace time
         except NpSymbolUnsupported:  # np semantics a legacy graph cannot express
@@ -213,7 +243,7 @@ def call_cached(block, x, args):
             warnings.warn(f"hybridize: graph shape inference failed ({err}); initializing "
                           "parameters with one eager forward", stacklevel=3)
             block._eager_forward(x, *args)
-        entry = CachedGraph(graph, data_names, params, fmt)
+        entry = CachedGraph(graph, data_names, params, fmt, out_np)
         block._cached_graphs[key] = entry
         block._cached_graph = ([_sym.var(n) for n in data_names], graph)
     ctx = x._ctx if isinstance(x, NDArray) else None
@@ -233,7 +263,7 @@ def export(block, path, epoch=0):
     graph.save(sym_file)
     arg_names = set(graph.list_arguments())
     aux_names = set(graph.list_auxiliary_states())
-    arrays = {}
+    arrays = {f"arg:{k}": v for k, v in constants(graph).items()}
     for param in block.collect_params().values():
         if param.name in arg_names:
             arrays[f"arg:{param.name}"] = param._reduce()

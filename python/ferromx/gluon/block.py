@@ -18,7 +18,7 @@ from .. import name as _name
 from .. import ndarray as nd
 from .. import symbol as _symbol
 from ..ndarray import NDArray
-from ..symbol.symbol import Symbol
+from ..symbol.symbol import _NP_TRACE, Symbol
 from . import _hybrid
 from ._param_io import (
     ParameterLoadError,
@@ -582,6 +582,8 @@ class HybridBlock(Block):
 
     def _symbolic_forward(self, x, *args):
         params = {key: param.var() for key, param in self._reg_params.items()}
+        if getattr(_NP_TRACE, "value", False):  # np mode: parameters are np symbols too
+            params = {key: p.as_np_ndarray() for key, p in params.items()}
         F = _symbol._F_HOOK[0]()
         if self._empty_prefix:
             return self.hybrid_forward(F, x, *args, **params)

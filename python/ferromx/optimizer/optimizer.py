@@ -59,6 +59,11 @@ class Optimizer:
         param_dict=None,
     ):
         self.rescale_grad = rescale_grad
+        # MXNet's flag: states follow np mode (ferromx's states take the weights' kind, so
+        # an optimizer pickled without it, as by MXNet < 1.6, works too)
+        from ..util import is_np_array
+
+        self.allow_np_array = is_np_array()
         self.lr_scheduler = lr_scheduler
         if learning_rate is None and lr_scheduler is None:
             learning_rate = 0.01

@@ -162,16 +162,9 @@ def apply(label, func, args, kwargs, name=None, nout=None, np_io=True):
     inputs (``label``: the node's operator name, ``np.sum``). ``np_io=False``: ``func`` is
     a legacy ``nd`` function (its node takes ``NDArray`` s; the result is a
     :class:`Symbol`)."""
-    if getattr(_TRACE, "value", None) is not None:
-        # a hybridized block's trace: function nodes would run mx.np eagerly inside a
-        # graph that cannot be exported, so the block runs eagerly instead
-        raise NpSymbolUnsupported(f"{label}: mx.np functions run eagerly in hybridized "
-                                  "blocks")
     entries = []
     targs = _template(list(args), entries)
     tkwargs = _template(dict(kwargs), entries)
-    if not entries and np_io:
-        raise TypeError(f"{label}: at least one argument must be a Symbol")
     short = label.rsplit(".", 1)[-1]
     if nout is None:
         rule = _MULTI.get(short)
@@ -180,10 +173,32 @@ def apply(label, func, args, kwargs, name=None, nout=None, np_io=True):
     def call(arrays):
         return func(*_fill(targs, arrays), **_fill(tkwargs, arrays))
 
+    if getattr(_TRACE, "value", None) is not None:
+        return _traced(label, call, entries, np_io)
     attrs = {k: repr(v) for k, v in kwargs.items() if not isinstance(v, Symbol)}
     node = FunctionNode(label, _name.NameManager._thread_current().get(name, short), call,
                         entries, nout, attrs, np_io=np_io)
     return (NpSymbol if np_io else Symbol)([(node, i) for i in range(nout)])
+
+
+def _traced(label, call, entries, np_io):
+    """While a hybridized block traces (every input shape known): the call recorded into
+    table operators (``_record_trace``); what cannot be recorded runs the block eagerly."""
+    from . import _record_trace
+
+    try:
+        if not entries:  # np.ones(...) in a trace: a constant, if it is one
+            heads, seq = _record_trace.constant(label, call)
+        else:
+            shapes = [Symbol([e]).shape for e in entries]
+            dtypes = [Symbol([e]).dtype for e in entries]
+            heads, seq = _record_trace.expand(label, call, entries, shapes, dtypes, np_io)
+    except (_record_trace.TraceUnsupported, AttributeError) as err:
+        raise NpSymbolUnsupported(f"{label}: {err}") from None
+    cls = NpSymbol if np_io else Symbol
+    if seq is not None:  # the function returns a list/tuple of arrays: so does its trace
+        return seq(cls([h]) for h in heads)
+    return cls(heads)
 
 
 def nd_function(label, func):

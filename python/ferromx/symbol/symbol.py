@@ -517,11 +517,14 @@ class Symbol:
         _, given = self._traced("shape")
         from . import _infer
 
-        _, out, _ = _infer.infer_shape(self, (), given, partial=True)
-        if len(out) != 1 or not _infer._known(out[0] or None):
+        out = None
+        if len(self._heads) == 1:  # () is a known 0-d shape here (np reductions give it)
+            node, i = self._heads[0]
+            out = _infer.shape_pass(self, given).get((id(node), i))
+        if not _infer._known(out):
             raise AttributeError(f"'Symbol' object has no attribute 'shape' (the shape of "
                                  f"{self.name} is not known while tracing: {out})")
-        return tuple(out[0])
+        return tuple(out)
 
     @property
     def ndim(self):
@@ -595,7 +598,10 @@ def _apply(op, inputs, attrs, name, hint, attr=None, json_op=None):
             if init is not None and var_node.op is None and "__init__" not in var_node.attrs:
                 var_node.attrs["__init__"] = init
     node = _Node(op, name, node_attrs, entries, json_op)
-    return Symbol([(node, i) for i in range(node.num_outputs())])
+    # an np symbol among the inputs: the result keeps np semantics (MXNet's np graphs)
+    cls = next((type(s) for s in inputs if isinstance(s, Symbol) and type(s) is not Symbol),
+               Symbol)
+    return cls([(node, i) for i in range(node.num_outputs())])
 
 
 def _np_bool(sym):

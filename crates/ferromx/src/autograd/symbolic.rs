@@ -154,6 +154,10 @@ pub struct SymNode {
     pub kind: SymKind,
     /// `(node index, output index)` of each input.
     pub inputs: Vec<(usize, usize)>,
+    /// A leaf's array while it is alive (the variable, or the array that entered the
+    /// graph), so a caller can tell which of its arrays a leaf is, or take its value as a
+    /// constant (graph tracing).
+    pub array: Option<NDArray>,
 }
 
 /// The recorded computation of some arrays, inputs before users.
@@ -221,6 +225,15 @@ fn resolve(item: &Item) -> Result<Resolved> {
     }
 }
 
+/// The live array of a leaf item (a variable's, or a constant input's).
+fn leaf_array(item: &Item) -> Option<NDArray> {
+    match item {
+        Item::Entry(e) => e.node.leaf.as_ref().and_then(Weak::upgrade).map(NDArray),
+        Item::Const(w) => w.upgrade().map(NDArray),
+        Item::Hidden(_) | Item::Anon(..) => None,
+    }
+}
+
 /// The recorded computation that produced `heads`.
 pub fn graph(heads: &[NDArray]) -> Result<SymGraph> {
     let mut g = SymGraph::default();
@@ -241,12 +254,12 @@ pub fn graph(heads: &[NDArray]) -> Result<SymGraph> {
                 None => {
                     let kind = if matches!(item, Item::Entry(_)) { SymKind::Var } else { SymKind::Const };
                     index.insert(k, g.nodes.len());
-                    g.nodes.push(SymNode { kind, inputs: vec![] });
+                    g.nodes.push(SymNode { kind, inputs: vec![], array: leaf_array(&item) });
                 }
                 Some((kind, ins)) => {
                     if done.len() == ins.len() {
                         index.insert(k, g.nodes.len());
-                        g.nodes.push(SymNode { kind, inputs: done });
+                        g.nodes.push(SymNode { kind, inputs: done, array: None });
                         continue;
                     }
                     let next = ins[done.len()].clone();

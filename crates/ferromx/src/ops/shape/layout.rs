@@ -23,8 +23,10 @@ pub fn reshape_to(x: &NDArray, shape: Shape) -> Result<NDArray> {
         let s = x.shape().clone();
         record("reshape", &[x], &[&out], Box::new(move |g| Ok(vec![Some(reshape_to(&g[0], s.clone())?)])));
         let dims: Vec<i64> = out.dims().iter().map(|&d| d as i64).collect();
-        let attrs = crate::opdef::Attrs(vec![("shape".into(), crate::opdef::Attr::Ints(dims))]);
-        crate::autograd::annotate("reshape", &attrs, &[Some(x)], &[&out]);
+        // A zero-size axis is a literal 0 only in `_np_reshape` (`Reshape` reads 0 as "copy").
+        let (op, key) = if dims.contains(&0) { ("_np_reshape", "newshape") } else { ("reshape", "shape") };
+        let attrs = crate::opdef::Attrs(vec![(key.into(), crate::opdef::Attr::Ints(dims))]);
+        crate::autograd::annotate(op, &attrs, &[Some(x)], &[&out]);
     }
     Ok(out)
 }

@@ -416,7 +416,56 @@ pub static DEFS: &[OpDef] = &[
     },
     meta_def("shape_array", "The shape of `data` as a 1-d int64 array."),
     meta_def("size_array", "The element count of `data` as a 1-element int64 array."),
+    OpDef {
+        name: "_np_reshape",
+        cpu: VIEW,
+        inputs: &["data"],
+        params: &[
+            param("newshape", K::Ints, Some("()"), "Target shape: literal sizes (0 is a size), one -1 inferred."),
+            param("order", K::Str, Some("'C'"), "Only 'C' (row-major), as MXNet's."),
+        ],
+        doc: "A view of `data` with NumPy's reshape rule (MXNet's `_np_reshape`: no special codes; \
+              graphs record it where a target has a zero-size axis, which `Reshape` reads as 'copy').",
+        infer: Some(infer_np_reshape),
+        forward: |i| {
+            let x = i.x(0)?;
+            let dims = np_reshape_dims(x.size(), &i.ints("newshape")?.unwrap_or_default())?;
+            one(reshape_to(x, Shape::new(&dims)))
+        },
+        example: Some(Example { shapes: &[&[2, 3]], attrs: "newshape=(3, -1)", range: (0.5, 1.5) }),
+        ..OpDef::BASE
+    },
 ];
+
+/// NumPy's reshape target: literal sizes, at most one -1 (inferred from the rest).
+fn np_reshape_dims(size: usize, spec: &[i64]) -> Result<Vec<usize>> {
+    let err = |m: &str| Error::value("_np_reshape", format!("{m} (size {size}, newshape {spec:?})"));
+    if spec.iter().filter(|&&d| d == -1).count() > 1 || spec.iter().any(|&d| d < -1) {
+        return Err(err("at most one -1 and no other negative size"));
+    }
+    let known: usize = spec.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
+    let dims: Vec<usize> = spec
+        .iter()
+        .map(|&d| {
+            if d >= 0 {
+                Ok(d as usize)
+            } else if known > 0 {
+                Ok(size / known)
+            } else {
+                Err(err("cannot infer -1"))
+            }
+        })
+        .collect::<Result<_>>()?;
+    if dims.iter().product::<usize>() != size {
+        return Err(err("sizes differ"));
+    }
+    Ok(dims)
+}
+
+fn infer_np_reshape(def: &'static OpDef, a: &crate::opdef::Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
+    let spec = Invocation::params(def, a).ints("newshape")?.unwrap_or_default();
+    Ok(meta(&ins[0], np_reshape_dims(ins[0].shape.size(), &spec)?))
+}
 
 /// `split`: equal parts along `axis`; views when the axis is the first and
 /// nothing records, otherwise one call writing every part.
