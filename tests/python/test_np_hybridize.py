@@ -5,10 +5,9 @@ so the graph runs as one native plan and exports to MXNet's JSON."""
 import json
 import warnings
 
+import ferromx as mx
 import numpy as onp
 import pytest
-
-import ferromx as mx
 from ferromx import autograd, gluon, npx
 from ferromx import np as mnp
 from ferromx.gluon import _hybrid, nn
@@ -74,7 +73,8 @@ def test_np_block_exports_table_operators_and_reimports(tmp_path):
     _, hyb = _eager_and_hybrid(_Net, x)
     want = float(hyb(x))
     sym_file, params_file = hyb.export(str(tmp_path / "npnet"))
-    ops = {n["op"] for n in json.load(open(sym_file))["nodes"]}
+    with open(sym_file) as f:
+        ops = {n["op"] for n in json.load(f)["nodes"]}
     assert "FullyConnected" in ops and "tanh" in ops
     assert all(not o.startswith("np.") for o in ops)  # no function nodes
     back = gluon.SymbolBlock.imports(sym_file, ["data"], params_file)

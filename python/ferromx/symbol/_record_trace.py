@@ -133,10 +133,10 @@ def _same_graph(label, first, second):
     for a, b in zip(n1, n2):
         if a[:5] != b[:5]:
             raise TraceUnsupported(f"{label}: the recorded graph depends on the input values")
-        if a[0] != "op" and not isinstance(a[5], int) and a[5] is not None:
-            if b[5] is None or isinstance(b[5], int) or a[5].shape != b[5].shape or not \
-                    np.array_equal(a[5].asnumpy(), b[5].asnumpy()):
-                raise TraceUnsupported(f"{label}: a constant depends on the input values")
+        const = a[0] != "op" and not isinstance(a[5], int) and a[5] is not None
+        if const and (b[5] is None or isinstance(b[5], int) or a[5].shape != b[5].shape
+                      or not np.array_equal(a[5].asnumpy(), b[5].asnumpy())):
+            raise TraceUnsupported(f"{label}: a constant depends on the input values")
 
 
 def expand(label, call, entries, shapes, dtypes, np_io=True):
