@@ -446,15 +446,7 @@ fn np_reshape_dims(size: usize, spec: &[i64]) -> Result<Vec<usize>> {
     let known: usize = spec.iter().filter(|&&d| d >= 0).map(|&d| d as usize).product();
     let dims: Vec<usize> = spec
         .iter()
-        .map(|&d| {
-            if d >= 0 {
-                Ok(d as usize)
-            } else if known > 0 {
-                Ok(size / known)
-            } else {
-                Err(err("cannot infer -1"))
-            }
-        })
+        .map(|&d| if d >= 0 { Ok(d as usize) } else { size.checked_div(known).ok_or_else(|| err("cannot infer -1")) })
         .collect::<Result<_>>()?;
     if dims.iter().product::<usize>() != size {
         return Err(err("sizes differ"));
