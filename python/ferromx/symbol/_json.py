@@ -90,3 +90,19 @@ def fromjson(text):
             op = _spec.resolve(op_name)
             nodes.append(_Node(op, entry["name"], attrs, inputs, json_op=op_name))
     return Symbol([(nodes[h[0]], int(h[1])) for h in heads])
+
+
+def debug_str(sym):
+    """``Symbol.debug_str``: outputs, variables, then each operator with its inputs and
+    attributes, in MXNet's layout."""
+    lines = ["Symbol Outputs:"] + [f"\toutput[{i}]={n.name}({k})"
+                                   for i, (n, k) in enumerate(sym._heads)]
+    for node in sym._nodes():
+        if node.op is None:
+            lines.append(f"Variable:{node.name}")
+            continue
+        lines += ["--------------------", f"Op:{node.op}, Name={node.name}", "Inputs:"]
+        lines += [f"\targ[{j}]={n.name}({k}) version=0" for j, (n, k) in enumerate(node.inputs)]
+        if node.attrs:
+            lines += ["Attrs:"] + [f"\t{k}={v}" for k, v in sorted(node.attrs.items())]
+    return "\n".join(lines) + "\n"

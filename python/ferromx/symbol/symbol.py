@@ -376,17 +376,9 @@ class Symbol:
     def debug_str(self):
         """The graph as text, in MXNet's layout (outputs, variables, each operator with its
         inputs and attributes)."""
-        lines = ["Symbol Outputs:"] + [f"\toutput[{i}]={n.name}({k})"
-                                       for i, (n, k) in enumerate(self._heads)]
-        for node in self._nodes():
-            if node.op is None:
-                lines.append(f"Variable:{node.name}")
-                continue
-            lines += ["--------------------", f"Op:{node.op}, Name={node.name}", "Inputs:"]
-            lines += [f"\targ[{j}]={n.name}({k}) version=0" for j, (n, k) in enumerate(node.inputs)]
-            if node.attrs:
-                lines += ["Attrs:"] + [f"\t{k}={v}" for k, v in sorted(node.attrs.items())]
-        return "\n".join(lines) + "\n"
+        from . import _json
+
+        return _json.debug_str(self)
 
     def gradient(self, wrt):
         """Not available: ferromx differentiates executed graphs with autograd."""
