@@ -2,14 +2,16 @@
 //! operator, `a·x² + b·x + c`), `index_copy` (rows of a tensor replaced at given
 //! positions), `index_array` (the coordinates of every element) and
 //! `gradientmultiplier` (an identity that scales the gradient flowing back, the
-//! gradient-reversal layer of domain adaptation), each with MXNet's
-//! `_contrib_backward_*` operator where MXNet has one.
+//! gradient-reversal layer of domain adaptation) and `hawkesll` (a Hawkes process's log
+//! likelihood, `hawkes.rs`), each with MXNet's `_contrib_backward_*` operator where MXNet
+//! has one.
 //!
 //! Why a family: these are independent of one another but each is one kernel over
 //! an `OpCall`, with inference and a gradient, like every table operator; they share
 //! the output allocation and the index reading below.
 
 mod cpu;
+mod hawkes;
 #[cfg(test)]
 mod tests;
 
@@ -157,6 +159,39 @@ pub static DEFS: &[OpDef] = &[
         }),
         cpu: KernelSlot::Call(cpu::scale),
         example: Some(Example { shapes: &[&[2, 3]], attrs: "scalar=-0.5", range: R }),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_contrib_hawkesll",
+        inputs: &["mu", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time"],
+        outputs: &["output", "states"],
+        doc: "Log likelihood (N,) of a marked Hawkes process with exponential kernels per sample, \
+              and the final states (N, K): `mu` (N, K), `alpha`, `beta` (K,), `state` (N, K), \
+              `lags` (N, T), integer `marks` (N, T), `valid_length`, `max_time` (N,). Gradients \
+              flow to `mu`, `alpha` and `beta` from the log likelihood, as in MXNet.",
+        infer: Some(hawkes::infer),
+        forward: |i| {
+            let xs: Vec<&NDArray> = (0..8).map(|k| i.x(k)).collect::<Result<_>>()?;
+            hawkes::forward(i.def, &xs)
+        },
+        grad: Grad::Fn(hawkes::grad),
+        cpu: KernelSlot::Call(hawkes::hawkesll),
+        ..OpDef::BASE
+    },
+    OpDef {
+        name: "_contrib_backward_hawkesll",
+        inputs: &["out_grad", "mu", "alpha", "beta", "state", "lags", "marks", "valid_length", "max_time"],
+        outputs: &["mu_grad", "alpha_grad", "beta_grad"],
+        doc: "Gradient of `hawkesll`'s log likelihood with respect to `mu`, `alpha` and `beta`.",
+        infer: Some(hawkes::infer_backward),
+        forward: |i| {
+            let xs: Vec<&NDArray> = (0..9).map(|k| i.x(k)).collect::<Result<_>>()?;
+            let metas: Vec<Meta> = xs.iter().map(|x| Meta::of(x)).collect();
+            let m = hawkes::infer_backward(i.def, i.attrs, &metas)?;
+            apply(i.def, &xs, &[], &m)
+        },
+        grad: Grad::None("a gradient operator"),
+        cpu: KernelSlot::Call(hawkes::backward_hawkesll),
         ..OpDef::BASE
     },
 ];
