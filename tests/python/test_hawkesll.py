@@ -5,10 +5,9 @@ record_hawkes.py``), a NumPy reference of the likelihood, finite differences, an
 import json
 import os
 
+import ferromx as mx
 import numpy as np
 import pytest
-
-import ferromx as mx
 from ferromx import autograd, nd
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "contrib_ops", "hawkes_mxnet.json")
@@ -38,7 +37,7 @@ def _reference(ins):
         for m in range(mu.shape[1]):
             own = [t for t, c in events if c == m]
 
-            def excite(t, own=own, m=m):  # the state's contribution at time t
+            def excite(t, own=own, m=m, i=i):  # the state's contribution at time t
                 past = [s for s in own if s < t]
                 prior = state[i, m] * np.exp(-beta[m] * t)
                 return prior + sum(np.exp(-beta[m] * (t - s)) for s in past)
