@@ -149,3 +149,44 @@ def test_zero_size_reshape_is_recorded_as_np_reshape():
     assert mx.nd._internal._np_reshape(mx.nd.ones((2, 3)), newshape=(3, -1)).shape == (3, 2)
     with pytest.raises(mx.base.MXNetError, match="_np_reshape"):
         mx.nd._internal._np_reshape(mx.nd.ones((2, 3)), newshape=(4, -1))
+
+
+class _TrainNet(nn.HybridBlock):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Dense(16)
+        self.fc2 = nn.Dense(3)
+        self.scale = self.params.get("scale", shape=(1,), init=mx.init.One())
+
+    def hybrid_forward(self, F, x, scale):
+        h = F.npx.relu(self.fc1(x))
+        h = F.np.concatenate([h, -h], axis=1)[:, :16]
+        return self.fc2(h) * scale
+
+
+def _train(hybrid):
+    mx.random.seed(3)
+    net = _TrainNet()
+    net.initialize(mx.init.Xavier())
+    if hybrid:
+        net.hybridize()
+    loss = gluon.loss.SoftmaxCrossEntropyLoss()
+    trainer = gluon.Trainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
+    x = mnp.array(onp.random.RandomState(0).randn(64, 5).astype("float32"))
+    y = mnp.array((onp.random.RandomState(1).rand(64) * 3).astype("int32"))
+    losses = []
+    for _ in range(20):
+        with autograd.record():
+            out = loss(net(x), y).mean()
+        out.backward()
+        trainer.step(1)
+        losses.append(float(out))
+    return losses, net
+
+
+def test_np_block_trains_through_its_graph_exactly_as_eagerly():
+    eager, _ = _train(False)
+    hybrid, net = _train(True)
+    assert isinstance(_entry(net), _hybrid.CachedGraph)
+    assert hybrid[-1] < hybrid[0] - 0.05
+    onp.testing.assert_allclose(hybrid, eager, rtol=1e-6)
