@@ -1,6 +1,6 @@
 //! MXNet's legacy vision layers: the spatial transformer's `GridGenerator`,
 //! `BilinearSampler` and `SpatialTransformer`, Fast R-CNN's `ROIPooling`, Mask R-CNN's
-//! `contrib.ROIAlign` (`roi_align.rs`), R-FCN's `contrib.PSROIPooling` (`psroi.rs`), FlowNet's `Correlation`, and the fully
+//! `contrib.ROIAlign` (`roi_align.rs`), R-FCN's `contrib.PSROIPooling` (`psroi.rs`) and its deformable form (`deformable_psroi.rs`), FlowNet's `Correlation`, and the fully
 //! convolutional networks' `Crop`.
 //!
 //! Why kernels, not compositions of array operators: each is a gather whose addresses
@@ -12,6 +12,7 @@
 
 mod correlation;
 mod crop;
+mod deformable_psroi;
 mod psroi;
 mod roi;
 mod roi_align;
@@ -39,6 +40,7 @@ const ROI_ALIGN_I: usize = 10;
 const ROI_ALIGN_BACKWARD_I: usize = 11;
 const PSROI_I: usize = 12;
 const PSROI_BACKWARD_I: usize = 13;
+const DPSROI_BACKWARD_I: usize = 16;
 
 /// The family's operators.
 pub static DEFS: &[OpDef] = &[
@@ -57,6 +59,8 @@ pub static DEFS: &[OpDef] = &[
     psroi::PSROI,
     psroi::PSROI_BACKWARD,
     roi_align::RROI_ALIGN,
+    deformable_psroi::DPSROI,
+    deformable_psroi::DPSROI_BACKWARD,
 ];
 
 /// The kernels' dtypes (MXNet's real types but half precision).
