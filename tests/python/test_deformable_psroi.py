@@ -5,10 +5,9 @@ with and without offsets, plus finite differences in ``trans``, ``mx.sym`` input
 import json
 import os
 
+import ferromx as mx
 import numpy as np
 import pytest
-
-import ferromx as mx
 from ferromx import autograd, nd
 
 FIX = os.path.join(os.path.dirname(__file__), "..", "fixtures", "contrib_ops",
