@@ -35,12 +35,19 @@ def _eager(op, attrs, shapes, dtypes):
         ins = [nd.zeros(sh, dtype=dt) for sh, dt in zip(shapes, dtypes)]
         res = _native.invoke(op, ins, **_spec.typed_attrs(op, attrs, _ctx_str))
     res = res if isinstance(res, list) else [res]
-    for r in res:  # a kernel failing on zeros (a Cholesky) must not outlive the inference
+    settle(res)
+    return [tuple(r.shape) for r in res], [r.dtype for r in res]
+
+
+def settle(arrays):
+    """Waits for arrays computed only for their metadata (inference on zeros, a trace on
+    placeholders), dropping their errors: a kernel failing on those values (a Cholesky of
+    zeros) must not be reported later by a user's ``waitall``."""
+    for a in arrays:
         try:
-            r.wait_to_read()
+            a.wait_to_read()
         except MXNetError:
             pass
-    return [tuple(r.shape) for r in res], [r.dtype for r in res]
 
 
 def op_shapes(node, shapes, dtypes):

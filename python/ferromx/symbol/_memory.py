@@ -21,8 +21,10 @@ _BLOCKING = {"BlockGrad", "stop_gradient", "zeros_like", "ones_like"}
 
 
 def _blocks(node):
-    if node.op in _BLOCKING or hasattr(node, "call"):
-        return node.op in _BLOCKING
+    if node.op in _BLOCKING:
+        return True
+    if hasattr(node, "call"):  # a function node: autograd differentiates it
+        return False
     grad = _spec.BY_NAME.get(node.op, {}).get("grad", "")
     return isinstance(grad, str) and grad.startswith("none")
 

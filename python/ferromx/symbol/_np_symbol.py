@@ -125,15 +125,12 @@ class FunctionNode(_Node):
     def infer(self, shapes, dtypes):
         """Output shapes and dtypes: the function run once on zeros (no gradient)."""
         from .. import ndarray as nd
+        from . import _infer
 
         with autograd.pause():
             ins = [nd.zeros(tuple(s), dtype=d) for s, d in zip(shapes, dtypes)]
             outs = self.run(ins)
-        for o in outs:  # a kernel failing on zeros (a Cholesky) must not outlive inference
-            try:
-                o.wait_to_read()
-            except MXNetError:
-                pass
+        _infer.settle(outs)
         return [tuple(o.shape) for o in outs], [o.dtype for o in outs]
 
 

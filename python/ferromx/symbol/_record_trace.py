@@ -21,7 +21,7 @@ variables holding their value (:class:`ConstNode`), written to ``.params`` by ``
 from .. import _native, _sync, autograd
 from .. import name as _name
 from ..base import MXNetError
-from . import _spec
+from . import _infer, _spec
 from .symbol import _Node
 
 
@@ -90,35 +90,17 @@ def _run(label, call, args):
     from ._np_symbol import _outputs
 
     outs = _outputs(res)
-    for o in outs:  # a kernel failing on placeholder values must not outlive the trace
-        try:
-            o.wait_to_read()
-        except MXNetError:
-            pass
+    _infer.settle(outs)
     return outs, (type(res) if isinstance(res, (list, tuple)) else None)
-
-
-def _graph(label, outs, known):
-    """``autograd_graph`` of the outputs that were recorded; the others are constants."""
-    recorded = []
-    for i, o in enumerate(outs):
-        try:
-            _native.autograd_graph([o])
-            recorded.append(i)
-        except MXNetError:
-            pass
-    if not recorded:
-        return [], [], recorded
-    nodes, heads = _native.autograd_graph([outs[i] for i in recorded], known)
-    return nodes, heads, recorded
 
 
 def _record(label, call, shapes, dtypes, np_io, seed):
     real, args = _placeholders(shapes, dtypes, np_io, seed)
     outs, seq = _run(label, call, args)
-    nodes, heads, recorded = _graph(label, outs, real)
-    if len(recorded) != len(outs):
-        raise TraceUnsupported(f"{label}: an output was not recorded from the inputs")
+    try:
+        nodes, heads = _native.autograd_graph(outs, real)
+    except MXNetError:  # an output the inputs did not reach (or one internal to a call)
+        raise TraceUnsupported(f"{label}: an output was not recorded from the inputs") from None
     return nodes, heads, seq
 
 
