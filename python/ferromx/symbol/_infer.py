@@ -382,6 +382,26 @@ def _out_dtypes(node, ins):
     return [first] * n
 
 
+def _param_input_names(node):
+    try:
+        return _spec.input_names(node.op, node.attrs, len(node.inputs))
+    except Exception:  # noqa: BLE001 - names only refine the default below
+        return []
+
+
+def _param_dtype(op, names, pos, first):
+    """A parameter variable's type: the data's, except the quantized operators' (MXNet's
+    type rules for them): their value ranges (``min_*``/``max_*``) are float32 and a
+    quantized layer's weight and bias int8."""
+    name = names[pos] if pos < len(names) else ""
+    if op.startswith(("_contrib_quantiz", "_contrib_requantize", "_contrib_dequantize")):
+        if name.startswith(("min_", "max_")) or name.endswith(("_min", "_max")):
+            return np.float32
+        if name in ("weight", "bias") and op != "_contrib_quantized_rnn":
+            return np.int8
+    return first
+
+
 def type_pass(sym, given):
     """``{(id(node), index): numpy type}``."""
     types = {}
@@ -400,9 +420,12 @@ def type_pass(sym, given):
                 if t is not None and "dtype" in node.attrs:
                     types[(id(node), i)] = t
             continue
+        names = None
         for pos, (src, idx) in enumerate(node.inputs):  # parameters take the data's type
             if ins[pos] is None and src.op is None:
-                types[(id(src), idx)] = ins[pos] = first
+                if names is None:
+                    names = _param_input_names(node)
+                types[(id(src), idx)] = ins[pos] = _param_dtype(node.op, names, pos, first)
         for i, t in enumerate(_out_dtypes(node, ins)):
             if t is not None:
                 types[(id(node), i)] = t

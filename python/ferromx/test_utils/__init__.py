@@ -42,9 +42,13 @@ from ._stats import *
 
 def __getattr__(name):
     """``ss`` (``scipy.stats``, or None without SciPy) is imported on first use, not with
-    ferromx: SciPy's import costs more than the rest of ``import ferromx``."""
+    ferromx: SciPy's import costs more than the rest of ``import ferromx``; so is
+    ``np_symbol``, whose module imports the symbol layer."""
     if name == "ss":
         return _stats._scipy_stats()
+    if name == "np_symbol":  # MXNet's alias of mx.sym.np._Symbol (the np-mode symbol class)
+        from ..symbol._np_symbol import NpSymbol
+        return NpSymbol
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 /// Every family's definitions. Adding a family is one line here.
-fn families() -> [&'static [OpDef]; 33] {
+fn families() -> [&'static [OpDef]; 34] {
     [
         ops::creation::DEFS,
         ops::unary::DEFS,
@@ -43,6 +43,7 @@ fn families() -> [&'static [OpDef]; 33] {
         ops::output_heads::DEFS,
         ops::pad::DEFS,
         ops::random::domain::DEFS,
+        ops::quantization::DEFS,
         ops::DEFS,
     ]
 }

@@ -25,6 +25,7 @@ pub mod pad;
 pub mod par;
 pub mod pool;
 pub mod predicate;
+pub mod quantization;
 pub mod random;
 pub mod reduce;
 pub mod sequence;

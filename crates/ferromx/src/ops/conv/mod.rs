@@ -498,7 +498,7 @@ fn params_of(a: &Attrs, def: &'static OpDef) -> Result<ConvParams> {
 /// parameters): `(num_filter, C / num_group, *kernel)` for a convolution,
 /// `(C, num_filter / num_group, *kernel)` for a deconvolution, channel-last for a
 /// channel-last layout, as [`conv_shapes`] checks them.
-fn param_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+pub(crate) fn param_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
     let Some(x) = data else { return Ok(Vec::new()) };
     let deconv = i.def.name.contains("Deconvolution");
     let p = ConvParams::read(i, deconv)?;
@@ -593,7 +593,7 @@ macro_rules! conv_params {
     };
 }
 
-const CONV_PARAMS: &[ParamDef] = conv_params!(; "1024", "False");
+pub(crate) const CONV_PARAMS: &[ParamDef] = conv_params!(; "1024", "False");
 const DECONV_PARAMS: &[ParamDef] = conv_params!(
     param("adj", K::Shape, Some("()"), "Extra output size at the end of each spatial axis."),
     param("target_shape", K::Shape, Some("()"), "Output spatial shape (overrides pad and adj)."),

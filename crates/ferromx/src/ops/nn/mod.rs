@@ -101,7 +101,7 @@ fn infer_embedding(_d: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<M
 }
 
 /// FullyConnected's weight `(num_hidden, in_units)` and bias `(num_hidden,)`.
-fn fc_param_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+pub(crate) fn fc_param_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
     let (Some(x), Some(units)) = (data, i.opt_i64("num_hidden")?) else { return Ok(Vec::new()) };
     let d = x.dims();
     if d.is_empty() {

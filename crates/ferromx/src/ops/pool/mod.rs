@@ -378,7 +378,7 @@ fn infer_backward(def: &'static OpDef, _a: &Attrs, ins: &[Meta]) -> Result<Vec<M
     ins.get(1).map(|m| vec![m.clone()]).ok_or_else(|| Error::value(def.name, "needs out_grad, data and output"))
 }
 
-const POOL_PARAMS: &[ParamDef] = &[
+pub(crate) const POOL_PARAMS: &[ParamDef] = &[
     param("kernel", K::Shape, Some("()"), "Window size: (w,), (h, w) or (d, h, w)."),
     param("pool_type", K::Str, Some("'max'"), "'max', 'avg', 'sum' or 'lp'."),
     param("global_pool", K::Bool, Some("False"), "Pool over all spatial positions (kernel ignored)."),

@@ -10,6 +10,7 @@
 
 mod cpu;
 mod rnn;
+pub(crate) use rnn::PARAMS as RNN_PARAMS;
 mod rnn_cpu;
 #[cfg(test)]
 mod tests;

@@ -25,7 +25,7 @@ use crate::ops::{self, nn, UnaryOp};
 use crate::shape::Shape;
 
 /// `RNN`'s parameters, in MXNet's order.
-pub(super) const PARAMS: &[ParamDef] = &[
+pub(crate) const PARAMS: &[ParamDef] = &[
     param("state_size", K::Int, None, "Number of hidden units."),
     param("num_layers", K::Int, None, "Number of stacked layers."),
     param("bidirectional", K::Bool, Some("False"), "Run a reverse direction too."),
