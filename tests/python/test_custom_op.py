@@ -154,6 +154,40 @@ def test_exception_in_forward_raises_at_read_with_op_name():
     assert "Custom:test_bad" in str(err.value)
 
 
+@pytest.mark.parametrize("wait_inside", [False, True])
+def test_failure_of_an_op_inside_forward_is_raised_once(wait_inside):
+    # MXNet's test_custom_op_exc: the failure reaches the custom op's output and is
+    # raised there; waitall afterwards has nothing left to report
+    class Chol(mx.operator.CustomOp):
+        def forward(self, is_train, req, in_data, out_data, aux):
+            dot = nd.dot(in_data[0], in_data[1])
+            out_data[0][:] = nd.linalg.potrf(dot)  # zeros: not positive definite
+            if wait_inside:
+                out_data[0].wait_to_read()
+
+    @mx.operator.register("test_chol_fail")
+    class CholProp(mx.operator.CustomOpProp):
+        def list_arguments(self):
+            return ["a", "b"]
+
+        def infer_shape(self, in_shape):
+            return in_shape, [(in_shape[0][0], in_shape[1][1])]
+
+        def create_operator(self, ctx, in_shapes, in_dtypes):
+            return Chol()
+
+    c = nd.Custom(nd.zeros((2, 1)), nd.zeros((1, 2)), op_type="test_chol_fail")
+    with pytest.raises(mx.MXNetError, match="potrf") as err:
+        c.wait_to_read()
+    assert "Custom:test_chol_fail" in str(err.value)
+    nd.waitall()
+    # and a later failure is still reported by waitall
+    bad = nd.linalg.potrf(nd.zeros((2, 2)))
+    del bad
+    with pytest.raises(mx.MXNetError, match="potrf"):
+        nd.waitall()
+
+
 def test_bad_calls():
     with pytest.raises(mx.MXNetError, match="no operator registered as 'nope'"):
         nd.Custom(nd.ones((2,)), op_type="nope")

@@ -165,6 +165,9 @@ def test_symbol_graph_with_quantized_ops():
     (lambda: nd.contrib.quantized_fully_connected(nd.array([[1, 2]], dtype="int8"), nd.array([[1, 2, 3]], dtype="int8"),
                                                   *[_r(v) for v in (-1, 1, -1, 1)], num_hidden=1, no_bias=True),
      ["quantized_fully_connected"]),
+    (lambda: nd.contrib.quantized_fully_connected(nd.array([[1, 2]], dtype="int8"), nd.array([[1, 2]], dtype="int8"),
+                                                  nd.array([-1.0, 0.0]), *[_r(v) for v in (1, -1, 1)], num_hidden=1,
+                                                  no_bias=True), ["quantized_fully_connected", "'min_data'"]),
     (lambda: nd.contrib.quantized_batch_norm(nd.ones((1, 2, 1, 1), dtype="int8"), *[nd.ones((2,))] * 4, _r(-1), _r(1)),
      ["quantized_batch_norm", "calib"]),
     (lambda: nd.contrib.quantized_elemwise_mul(nd.array([1], dtype="uint8"), nd.array([1], dtype="uint8"),
@@ -180,3 +183,17 @@ def test_bad_input_is_a_clear_error(call, words):
     msg = str(e.value)
     for w in words:
         assert w in msg, msg
+
+
+def test_rnn_graph_takes_float_parameters_and_the_data_shape_alone():
+    q = mx.sym.Variable("qdata", shape=(3, 2, 4), dtype="uint8")
+    s = mx.sym.contrib.quantized_rnn(data=q, num_layers=1, state_outputs=True, state_size=5, mode="lstm",
+                                     name="qrnn")
+    args, _, _ = s.infer_shape()
+    assert args == [(3, 2, 4), (4 * 5 * (4 + 5) + 8 * 5,), (1, 2, 5), (1, 2, 5), (1,), (1,)]
+    ex = s.simple_bind(mx.cpu(), grad_req="null")
+    dtypes = [ex.arg_dict[n].dtype for n in s.list_arguments()]
+    assert dtypes == [np.uint8] + [np.float32] * 5
+    ex.arg_dict[s.list_arguments()[4]][:] = 1.0  # scale
+    outs = ex.forward()
+    assert [o.shape for o in outs] == [(3, 2, 5), (1, 2, 5), (1, 2, 5)]

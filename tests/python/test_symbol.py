@@ -334,3 +334,19 @@ def test_partial_inference_both_directions():
     with mx.np_shape(True):
         assert z.infer_shape_partial(p=(-1, 3, 4), q=(4, 5))[1] == [(-1, 3, 5)]
         assert '"is_np_shape"' in z.tojson()
+
+
+@pytest.mark.parametrize("mode, bidirectional, want", [
+    # recorded from MXNet 1.9.1: (5, 2, 16) data, state_size=8, num_layers=2
+    ("lstm", False, [(5, 2, 16), (1408,), (2, 2, 8), (2, 2, 8)]),
+    ("gru", True, [(5, 2, 16), (2496,), (4, 2, 8)]),
+    ("rnn_tanh", False, [(5, 2, 16), (352,), (2, 2, 8)]),
+])
+def test_rnn_parameters_and_states_from_the_data_shape(mode, bidirectional, want):
+    d = mx.sym.Variable("data", shape=(5, 2, 16))
+    s = mx.sym.RNN(data=d, state_size=8, num_layers=2, bidirectional=bidirectional, mode=mode,
+                   state_outputs=True, name="rnn")
+    args, _, _ = s.infer_shape()
+    assert args == want
+    ex = s.simple_bind(mx.cpu(), grad_req="null")
+    assert ex.forward()[0].shape == (5, 2, 16 if bidirectional else 8)

@@ -161,6 +161,9 @@ pub(crate) struct Shared {
     /// before it counts as handled (see [`Shared::note_raised`]), so whether it is raised
     /// does not depend on when its array's deletion completes.
     raised_upto: AtomicU64,
+    /// Failures of ops pushed inside another op's closure (bounded): the enclosing op's
+    /// own failure reports them (see [`Shared::note_absorbed`]).
+    absorbed: Mutex<std::collections::VecDeque<Weak<crate::EngineError>>>,
     pub(crate) listeners: Listeners,
     next_var: AtomicU64,
     next_op: AtomicU64,
@@ -193,6 +196,25 @@ impl Shared {
         r.push_back(Arc::downgrade(e));
     }
 
+    /// Records that `e`, the failure of an op pushed inside another op's closure, is
+    /// reported by the enclosing op's own failure (MXNet shares one exception between
+    /// them, so raising the outer one clears both): `wait_all` does not raise it (and
+    /// clears it), and a deleted array holding it does not orphan it. A wait on the
+    /// inner op's own array before that still raises it.
+    pub(crate) fn note_absorbed(&self, e: &SharedError) {
+        let mut a = self.absorbed.lock();
+        if a.len() >= RAISED_MEMORY {
+            a.pop_front();
+        }
+        a.push_back(Arc::downgrade(e));
+    }
+
+    /// Whether `e` was absorbed into an enclosing op's failure.
+    pub(crate) fn was_absorbed(&self, e: &SharedError) -> bool {
+        let w = Arc::downgrade(e);
+        self.absorbed.lock().iter().any(|r| r.ptr_eq(&w))
+    }
+
     /// Whether a wait raised `e` recently, or an error of a later-pushed op (which
     /// handles a discarded `e`).
     pub(crate) fn was_raised(&self, e: &SharedError) -> bool {
@@ -207,6 +229,9 @@ impl Shared {
 
     /// Keeps the unraised error of a var being deleted for the next `wait_all`.
     pub(crate) fn orphan(&self, e: SharedError) {
+        if self.was_absorbed(&e) {
+            return;
+        }
         let r = self.raised.lock();
         if self.handled(&e, &r) {
             return;
@@ -258,6 +283,7 @@ impl Engine {
             orphaned: Mutex::new(Vec::new()),
             raised: Mutex::new(std::collections::VecDeque::new()),
             raised_upto: AtomicU64::new(0),
+            absorbed: Mutex::new(std::collections::VecDeque::new()),
             listeners: Listeners::default(),
             next_var: AtomicU64::new(1),
             next_op: AtomicU64::new(1),

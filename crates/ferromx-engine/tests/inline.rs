@@ -96,3 +96,33 @@ fn nested_op_on_a_busy_var_fails_the_outer_op_instead_of_deadlocking() {
         engine.wait_all().unwrap();
     });
 }
+
+#[test]
+fn a_nested_failure_is_reported_once_through_the_outer_op() {
+    // MXNet shares one exception between an op pushed inside a custom operator and the
+    // custom operator: raising it from the outer op's array clears it everywhere
+    with_deadline(DEADLINE, || {
+        let engine: &'static Engine = Box::leak(Box::new(threaded(2)));
+        let (inner, out) = (engine.new_var(), engine.new_var());
+        let (i2, o2) = (inner.clone(), out.clone());
+        engine.push(
+            Op::new("outer", move || {
+                let (_, nested) = engine.run_inline(&[], std::slice::from_ref(&o2), || {
+                    engine.push(
+                        Op::new("inner_fails", || Err(ferromx_engine::OpFailure::new(ErrorKind::Value, "bad")))
+                            .writes([&i2]),
+                    );
+                });
+                match nested {
+                    Some(f) => Err(f),
+                    None => Ok(()),
+                }
+            })
+            .writes([&out]),
+        );
+        let e = engine.wait_to_read(&out).unwrap_err();
+        assert!(e.message.contains("inner_fails") && e.message.contains("bad"), "{e}");
+        engine.wait_all().expect("the inner failure was reported by the outer op");
+        engine.wait_to_read(&inner).expect("and is cleared with it, as MXNet's shared exception");
+    });
+}

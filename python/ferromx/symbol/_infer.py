@@ -391,13 +391,15 @@ def _param_input_names(node):
 
 def _param_dtype(op, names, pos, first):
     """A parameter variable's type: the data's, except the quantized operators' (MXNet's
-    type rules for them): their value ranges (``min_*``/``max_*``) are float32 and a
-    quantized layer's weight and bias int8."""
+    type rules for them): their value ranges (``min_*``/``max_*``) are float32, a quantized
+    layer's weight and bias int8, and everything but the data of ``quantized_rnn`` float32."""
     name = names[pos] if pos < len(names) else ""
+    if op == "_contrib_quantized_rnn":  # uint8 data; float32 parameters, states, scale, shift
+        return np.float32
     if op.startswith(("_contrib_quantiz", "_contrib_requantize", "_contrib_dequantize")):
         if name.startswith(("min_", "max_")) or name.endswith(("_min", "_max")):
             return np.float32
-        if name in ("weight", "bias") and op != "_contrib_quantized_rnn":
+        if name in ("weight", "bias"):
             return np.int8
     return first
 

@@ -166,6 +166,7 @@ impl Engine {
             s.dispatch(next);
         }
         if let Some(e) = error {
+            s.note_absorbed(&e);
             scope.fail(OpFailure::new(e.kind, format!("{}: {}", e.op, e.message)));
         }
     }

@@ -214,10 +214,12 @@ impl WaitTicket {
                     // (an upgraded var dropped here may orphan its error: taken below)
                     if let Some(v) = w.upgrade() {
                         let raised = v.state.lock().raise_once();
-                        if let Some(e) = raised {
+                        // (an error absorbed into an enclosing op's failure is reported
+                        // by that op)
+                        if let Some(e) = raised.filter(|e| !s.was_absorbed(e)) {
                             first.get_or_insert(e);
                         }
-                    } else if dying.is_none() && !s.was_raised(&e) {
+                    } else if dying.is_none() && !s.was_raised(&e) && !s.was_absorbed(&e) {
                         // A var deleted now, or before: its deletion may not have
                         // orphaned the error yet. The raise below records it, so a
                         // later orphaning of the same error is skipped.

@@ -7,7 +7,7 @@
 //! MXNet computes), then [`cpu::finish_product`] adds the bias and writes the int32 output
 //! and its range. Pooling runs `Pooling` on float32 values and rounds back.
 
-use super::{check_ranges, cpu, need, push, range_meta, NO_GRAD};
+use super::{check_ranges, check_ranges_named, cpu, need, push, range_meta, NO_GRAD};
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ndarray::NDArray;
@@ -213,7 +213,8 @@ fn check_product(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<bool> {
         return Err(Error::value(def.name, format!("expects {n} inputs with no_bias={no_bias}, got {}", ins.len())));
     }
     let nw = if no_bias { 2 } else { 3 };
-    check_ranges(def, ins, nw..n)?;
+    let names: Vec<&str> = def.inputs.iter().copied().filter(|nm| !(no_bias && BIAS_NAMES.contains(nm))).collect();
+    check_ranges_named(def, ins, nw..n, &names)?;
     Ok(no_bias)
 }
 
@@ -446,12 +447,18 @@ pub(super) const RNN: OpDef = OpDef {
     graph: GraphForm {
         visible: Some(|i| Ok(if i.bool("state_outputs")? { 3 } else { 1 })),
         named_outputs: true,
-        param_shapes: Some(range_shapes),
+        param_shapes: Some(rnn_shapes),
         out_dtypes: Some(|_, _| Ok(vec![DType::F32; 3])),
         ..GraphForm::PLAIN
     },
     ..OpDef::BASE
 };
+
+fn rnn_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+    let mut v = crate::ops::sequence::rnn_param_shapes(i, data)?;
+    v.extend(ranges_of(i)?);
+    Ok(v)
+}
 
 fn infer_rnn(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
     need(def, ins, 6)?;

@@ -70,16 +70,7 @@ pub static DEFS: &[OpDef] = &[
               (scale 255.5/|range|, range [min, max]) over the calibrated range or the data's \
               own; int8 or uint8 data is passed through.",
         infer: Some(infer_quantize_v2),
-        forward: |i| {
-            let (lo, hi) = calib(i)?;
-            let calibrated = lo.is_some() && hi.is_some();
-            let uint8 = out_kind(i)? == DType::U8;
-            run(
-                i,
-                &[0],
-                &[f64::from(u8::from(uint8)), f64::from(u8::from(calibrated)), lo.unwrap_or(0.0), hi.unwrap_or(0.0)],
-            )
-        },
+        forward: |i| run(i, &[0], &calibrated_nums(i)?),
         grad: NO_GRAD,
         cpu: KernelSlot::Call(cpu::quantize_v2),
         graph: GraphForm { out_dtypes: Some(dtypes_quantize), ..GraphForm::PLAIN },
@@ -107,16 +98,7 @@ pub static DEFS: &[OpDef] = &[
               int8 (range ±r) or uint8 (range [0, r]), `r` the calibrated range's magnitude or \
               the data's own largest value.",
         infer: Some(infer_requantize),
-        forward: |i| {
-            let (lo, hi) = calib(i)?;
-            let calibrated = lo.is_some() && hi.is_some();
-            let uint8 = out_kind(i)? == DType::U8;
-            run(
-                i,
-                &[0, 1, 2],
-                &[f64::from(u8::from(uint8)), f64::from(u8::from(calibrated)), lo.unwrap_or(0.0), hi.unwrap_or(0.0)],
-            )
-        },
+        forward: |i| run(i, &[0, 1, 2], &calibrated_nums(i)?),
         grad: NO_GRAD,
         cpu: KernelSlot::Call(cpu::requantize),
         graph: GraphForm { out_dtypes: Some(dtypes_quantize), ..GraphForm::PLAIN },
@@ -140,6 +122,15 @@ pub static DEFS: &[OpDef] = &[
 /// The calibrated range, if given.
 fn calib(i: &Invocation<'_>) -> Result<(Option<f64>, Option<f64>)> {
     Ok((i.opt_f64("min_calib_range")?, i.opt_f64("max_calib_range")?))
+}
+
+/// `[uint8 output?, calibrated?, min_calib, max_calib]`: what the kernels of
+/// `quantize_v2` and `requantize` read.
+fn calibrated_nums(i: &Invocation<'_>) -> Result<[f64; 4]> {
+    let (lo, hi) = calib(i)?;
+    let calibrated = lo.is_some() && hi.is_some();
+    let uint8 = out_kind(i)? == DType::U8;
+    Ok([f64::from(u8::from(uint8)), f64::from(u8::from(calibrated)), lo.unwrap_or(0.0), hi.unwrap_or(0.0)])
 }
 
 /// The output type of `quantize_v2`/`requantize` (MXNet's `GetQuantizeOutputType`).
@@ -175,10 +166,15 @@ fn range_meta(ctx: crate::Context) -> Meta {
 
 /// Checks that inputs `idx` are one-element float ranges.
 fn check_ranges(def: &OpDef, ins: &[Meta], idx: std::ops::Range<usize>) -> Result<()> {
+    check_ranges_named(def, ins, idx, def.inputs)
+}
+
+/// [`check_ranges`] where the inputs given are `names` (a layer without its bias).
+fn check_ranges_named(def: &OpDef, ins: &[Meta], idx: std::ops::Range<usize>, names: &[&str]) -> Result<()> {
     for j in idx {
         let m = ins.get(j).ok_or_else(|| Error::value(def.name, format!("missing input {j}")))?;
         if m.shape.size() != 1 || !m.dtype.is_float() {
-            let nm = def.inputs.get(j).copied().unwrap_or("range");
+            let nm = names.get(j).copied().unwrap_or("range");
             return Err(Error::shape(
                 def.name,
                 &[&m.shape],

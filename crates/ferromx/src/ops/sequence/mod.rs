@@ -10,7 +10,7 @@
 
 mod cpu;
 mod rnn;
-pub(crate) use rnn::PARAMS as RNN_PARAMS;
+pub(crate) use rnn::{param_shapes as rnn_param_shapes, PARAMS as RNN_PARAMS};
 mod rnn_cpu;
 #[cfg(test)]
 mod tests;
@@ -281,6 +281,7 @@ pub static DEFS: &[OpDef] = &[
             inputs: Some(rnn::graph_inputs),
             visible: Some(rnn::visible_outputs),
             named_outputs: true,
+            param_shapes: Some(rnn::param_shapes),
             ..crate::opdef::GraphForm::PLAIN
         },
         ..OpDef::BASE

@@ -511,6 +511,25 @@ pub(super) fn infer(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<
     Ok(out)
 }
 
+/// `RNN`'s parameter vector and initial states from the data's shape (MXNet's
+/// `FInferShape` fills them, so a graph needs only the data's): `parameters` `(n,)`,
+/// `state` `(layers · dirs, batch, state or projection)` and, for an LSTM, `state_cell`
+/// `(layers · dirs, batch, state)`. A 0 (unknown) dim stays unknown.
+pub(crate) fn param_shapes(i: &Invocation<'_>, data: Option<&Shape>) -> Result<Vec<(&'static str, Shape)>> {
+    let Some(x) = data.filter(|x| x.ndim() == 3) else { return Ok(Vec::new()) };
+    let d = x.dims();
+    let c = cfg(i)?;
+    let mut out = Vec::with_capacity(3);
+    if d[2] > 0 {
+        out.push(("parameters", Shape::new(&[c.n_params(d[2])])));
+    }
+    out.push(("state", Shape::new(&[c.layers * c.dirs, d[1], c.rec()])));
+    if c.mode == Mode::Lstm {
+        out.push(("state_cell", Shape::new(&[c.layers * c.dirs, d[1], c.hidden])));
+    }
+    Ok(out)
+}
+
 /// `_rnn_fused`'s outputs from metadata: `out`, `hy`, [`cy`] as `RNN` with
 /// `state_outputs`, then the 1-d workspace.
 pub(super) fn infer_fused(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
