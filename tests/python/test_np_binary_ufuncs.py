@@ -196,7 +196,9 @@ def test_each_call_is_one_table_operator():
     mx.profiler.set_state("stop")
     table = mx.profiler.dumps(reset=True)
     ops = table.split("Operators:")[1].split("\n\n")[0].splitlines()[2:]
-    assert sorted(line.split()[0] for line in ops) == ["WaitForVar", "_npi_arctan2"], table
+    # (the wait's own row may land after the profiler stops when the machine is busy)
+    assert sorted(line.split()[0] for line in ops if not line.startswith("WaitForVar")) == [
+        "_npi_arctan2"], table
 
 
 # ----------------------------------------------------------------------------- predicates

@@ -190,3 +190,42 @@ def test_np_block_trains_through_its_graph_exactly_as_eagerly():
     assert isinstance(_entry(net), _hybrid.CachedGraph)
     assert hybrid[-1] < hybrid[0] - 0.05
     onp.testing.assert_allclose(hybrid, eager, rtol=1e-6)
+
+
+class _Deferred(gluon.HybridBlock):
+    """MXNet's test_optimizer_with_np_ndarrays model: parameter shapes (0, n) that only
+    ``dot`` with the data fixes."""
+
+    def __init__(self, left=False):
+        super().__init__()
+        self.left = left
+        with self.name_scope():
+            self.w1 = self.params.get("w1", shape=(0, 6), allow_deferred_init=True)
+            self.w2 = self.params.get("w2", shape=(6, 3), allow_deferred_init=True)
+            if left:  # unknown on the left of a dot
+                self.w0 = self.params.get("w0", shape=(2, 0), allow_deferred_init=True)
+
+    def hybrid_forward(self, F, x, w1, w2, w0=None):
+        h = F.npx.relu(x.dot(w1))
+        y = F.np.matmul(h, w2)
+        return F.np.dot(w0, y.T) if self.left else y
+
+
+@pytest.mark.parametrize("left", [False, True])
+def test_deferred_parameter_shapes_through_np_dot(left):
+    x = mnp.array(onp.random.RandomState(0).uniform(size=(5, 7)).astype("float32"))
+    net = _Deferred(left)
+    net.initialize(mx.init.Uniform())
+    net.hybridize()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # traced into a graph, no eager fallback
+        out = net(x)
+    assert net.w1.shape == (7, 6)
+    if left:
+        assert net.w0.shape == (2, 3)
+    assert type(_entry(net)) is _hybrid.CachedGraph
+    w1, w2 = net.w1.data().asnumpy(), net.w2.data().asnumpy()
+    want = onp.maximum(x.asnumpy() @ w1, 0) @ w2
+    if left:
+        want = net.w0.data().asnumpy() @ want.T
+    onp.testing.assert_allclose(out.asnumpy(), want, rtol=1e-5)

@@ -350,3 +350,11 @@ def test_rnn_parameters_and_states_from_the_data_shape(mode, bidirectional, want
     assert args == want
     ex = s.simple_bind(mx.cpu(), grad_req="null")
     assert ex.forward()[0].shape == (5, 2, 16 if bidirectional else 8)
+
+
+def test_contrib_nodes_are_named_as_mxnet_names_them():
+    x = mx.sym.Variable("x")
+    # recorded from MXNet 1.9.1: box_nms0, quantize_v20 (the short name, as the function's)
+    assert mx.sym.contrib.box_nms(x).name.startswith("box_nms")
+    assert mx.sym.contrib.quantize_v2(x).name.startswith("quantize_v2")
+    assert not mx.sym.contrib.box_nms(x).name.startswith("_contrib_")

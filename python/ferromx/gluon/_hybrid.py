@@ -54,17 +54,23 @@ def regroup(flat, fmt):
     return out, flat
 
 
-def _init_deferred(graph, data_names, args, params):
-    """Infer unknown parameter shapes from the input shapes; finish deferred init."""
+def _init_deferred(graph, data_names, args, params, traced=None):
+    """Infer unknown parameter shapes from the input shapes (and those the trace completed,
+    ``traced``); finish deferred init."""
     pending = [p for p in params.values() if p._data is None and p._deferred_init]
     if not pending:
         return True
+    for name, shape in (traced or {}).items():
+        p = params.get(name)
+        if p is not None and p._data is None:
+            p.shape = shape
     shapes = {n: a.shape for n, a in zip(data_names, args) if a is not None}
     arg_s, _, aux_s = graph.infer_shape_partial(**shapes)
     for name, shape in zip(graph.list_arguments() + graph.list_auxiliary_states(),
                            arg_s + aux_s):
         p = params.get(name)
-        if p is not None and p._data is None and shape:
+        known = p is not None and p.shape is not None and all(int(d) > 0 for d in p.shape)
+        if p is not None and p._data is None and shape and not known:
             p.shape = shape
     for p in pending:
         p._finish_deferred_init()
@@ -183,8 +189,10 @@ def trace(block, args):
     shapes = {n: a.shape for n, a in zip(names, args) if isinstance(a, NDArray)}
     dtypes = {n: a.dtype for n, a in zip(names, args) if isinstance(a, NDArray)}
     np_inputs = any(isinstance(a, NDArray) and a._is_np for a in args)
-    with tracing(shapes, dtypes, np_inputs):
+    with tracing(shapes, dtypes, np_inputs) as seen:
         out = block._symbolic_call(*inputs)
+    # parameter shapes the trace completed (deferred ones met by np.dot, say)
+    block._trace_param_shapes = {k: v for k, v in seen.items() if k not in shapes}
     flat, fmt = flatten(out, "output")
     graph = _sym.Group(flat) if len(flat) > 1 else flat[0]
     out_np = None
@@ -235,7 +243,8 @@ def call_cached(block, x, args):
             return _eager(block, x, args)
         params = {p.name: p for p in block.collect_params().values()}
         try:
-            _init_deferred(graph, data_names, [a for a in full if a is not None], params)
+            _init_deferred(graph, data_names, [a for a in full if a is not None], params,
+                           getattr(block, "_trace_param_shapes", None))
         except Exception as err:  # shape rules missing for some operator: eager once
             pending = [p.name for p in params.values() if p._data is None and p._deferred_init]
             if not pending:

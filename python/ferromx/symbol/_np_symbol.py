@@ -192,6 +192,7 @@ def _traced(label, call, entries, np_io):
         if not entries:  # np.ones(...) in a trace: a constant, if it is one
             heads, seq = _record_trace.constant(label, call)
         else:
+            _complete_shapes(label, entries)
             shapes = [Symbol([e]).shape for e in entries]
             dtypes = [Symbol([e]).dtype for e in entries]
             heads, seq = _record_trace.expand(label, call, entries, shapes, dtypes, np_io)
@@ -201,6 +202,35 @@ def _traced(label, call, entries, np_io):
     if seq is not None:  # the function returns a list/tuple of arrays: so does its trace
         return seq(cls([h]) for h in heads)
     return cls(heads)
+
+
+def _complete_shapes(label, entries):
+    """A parameter variable of partly unknown shape (deferred initialization: ``(0, 100)``)
+    met by ``dot``/``matmul`` gets the dims its operand fixes, as MXNet's ``_npi_dot``
+    shape rule infers them backward; the trace's shapes then hold it."""
+    from . import _infer
+
+    if label.rsplit(".", 1)[-1] not in ("dot", "matmul") or len(entries) != 2:
+        return
+    given = _TRACE.value[0]
+    known = {k: v for k, v in given.items()}
+    shapes = []
+    for node, i in entries:
+        sh = _infer.shape_pass(Symbol([(node, i)]), known).get((id(node), i))
+        shapes.append(sh)
+    a, b = shapes
+    if a is None or b is None or len(a) < 1 or len(b) < 1:
+        return
+    if _infer._known(a) and not _infer._known(b) and len(b) >= 2 and entries[1][0].op is None:
+        k = a[-1]
+        fixed = (k,) + tuple(b[1:]) if len(b) == 2 else tuple(b[:-2]) + (k, b[-1])
+        if b[-2] in (0, k) and _infer._known(fixed):
+            given[entries[1][0].name] = fixed
+    elif _infer._known(b) and not _infer._known(a) and len(a) >= 1 and entries[0][0].op is None:
+        k = b[0] if len(b) == 1 else b[-2]
+        fixed = tuple(a[:-1]) + (k,)
+        if a[-1] in (0, k) and _infer._known(fixed):
+            given[entries[0][0].name] = fixed
 
 
 def nd_function(label, func):

@@ -42,7 +42,7 @@ def tracing(shapes, dtypes=None, np_inputs=False):
     _TRACE.value = (dict(shapes), dict(dtypes or {}))
     _NP_TRACE.value = bool(np_inputs)
     try:
-        yield
+        yield _TRACE.value[0]  # (the shapes: a trace may complete a parameter's there)
     finally:
         _TRACE.value = old
         _NP_TRACE.value = old_np
@@ -665,7 +665,8 @@ def _make_op(d, public):
     attr_names = [p[0] for p in d["params"]]
     variadic = _spec.is_variadic(op)
     n_inputs = len(d["inputs"])
-    hint = public.lower()
+    # MXNet names a node after the function that made it: mx.sym.contrib.box_nms -> box_nms0
+    hint = public.lower().removeprefix("_contrib_")
 
     def fn(*args, name=None, attr=None, out=None, **kwargs):
         if variadic:
