@@ -37,34 +37,22 @@ pub(super) fn max_abs(lo: f32, hi: f32) -> f32 {
     lo.abs().max(hi.abs())
 }
 
-fn write_q(out: &mut dyn FnMut(usize, f32), n: usize, f: impl Fn(usize) -> f32) {
-    for i in 0..n {
-        out(i, f(i));
-    }
-}
-
-/// Writes `f(i)` quantized into output 0 (an int8, uint8 or int32 array).
-fn store(k: &Kernel, n: usize, f: impl Fn(usize) -> f32) {
+/// Writes `f(i)` for every element of output 0 (int8, uint8 or int32), rounded half to
+/// even and saturated to the type (Rust's float-to-int conversion saturates, NaN to 0).
+pub(super) fn store(k: &Kernel, n: usize, f: impl Fn(usize) -> f32) {
     match k.out_dtype(0) {
-        DType::I8 => {
-            let o = k.output::<i8>(0);
-            write_q(&mut |i, v| o[i] = sat_i8(v), n, f);
-        }
-        DType::U8 => {
-            let o = k.output::<u8>(0);
-            write_q(&mut |i, v| o[i] = sat_u8(v), n, f);
-        }
-        _ => {
-            let o = k.output::<i32>(0);
-            write_q(&mut |i, v| o[i] = v.round_ties_even() as i32, n, f);
-        }
+        DType::I8 => k.output::<i8>(0)[..n].iter_mut().enumerate().for_each(|(i, o)| *o = sat_i8(f(i))),
+        DType::U8 => k.output::<u8>(0)[..n].iter_mut().enumerate().for_each(|(i, o)| *o = sat_u8(f(i))),
+        _ => k.output::<i32>(0)[..n].iter_mut().enumerate().for_each(|(i, o)| *o = f(i).round_ties_even() as i32),
     }
 }
 
+/// `v` as int8: rounded half to even, saturated.
 pub(super) fn sat_i8(v: f32) -> i8 {
     v.round_ties_even() as i8
 }
 
+/// `v` as uint8: rounded half to even, saturated.
 pub(super) fn sat_u8(v: f32) -> u8 {
     v.round_ties_even() as u8
 }

@@ -1,7 +1,7 @@
 //! `quantized_elemwise_add`, `quantized_elemwise_mul` and `quantized_batch_norm`: the
 //! quantized layers that rescale per element rather than accumulate products.
 
-use super::cpu::{max_abs, sat_i8, scalar, values, KResult, INT32_SPAN, INT8_SPAN, UINT8_SPAN};
+use super::cpu::{max_abs, sat_i8, scalar, store, values, KResult, INT32_SPAN, INT8_SPAN, UINT8_SPAN};
 use super::layers::range_shapes;
 use super::{calib, check_ranges, need, push, range_meta, CALIB, NO_GRAD};
 use crate::dtype::DType;
@@ -178,15 +178,6 @@ fn out_span(d: DType) -> f32 {
     }
 }
 
-/// Writes `v` to output 0 (int8, uint8 or int32), rounded half to even and saturated.
-fn store(k: &Kernel, v: &[f32]) {
-    match k.out_dtype(0) {
-        DType::I8 => k.output::<i8>(0).iter_mut().zip(v).for_each(|(o, &x)| *o = sat_i8(x)),
-        DType::U8 => k.output::<u8>(0).iter_mut().zip(v).for_each(|(o, &x)| *o = x.round_ties_even() as u8),
-        _ => k.output::<i32>(0).iter_mut().zip(v).for_each(|(o, &x)| *o = x.round_ties_even() as i32),
-    }
-}
-
 /// `nums` `[calibrated?, min, max]`: `kA·a + kB·b` in float32 (oneDNN's sum), `k` the
 /// output scale over each input's.
 fn add(c: &OpCall, k: &Kernel) -> KResult {
@@ -202,8 +193,7 @@ fn add(c: &OpCall, k: &Kernel) -> KResult {
         (-sum, sum, ma * ro / (sum * ra), mb * ro / (sum * rb))
     };
     let (a, b) = (values(k, 0), values(k, 1));
-    let v: Vec<f32> = a.iter().zip(&b).map(|(&a, &b)| kb * b + ka * a).collect();
-    store(k, &v);
+    store(k, a.len(), |i| kb * b[i] + ka * a[i]);
     k.output::<f32>(1)[0] = lo;
     k.output::<f32>(2)[0] = hi;
     Ok(())

@@ -218,10 +218,6 @@ fn check_product(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<bool> {
     Ok(no_bias)
 }
 
-fn float_meta(m: &Meta, dtype: DType) -> Option<Meta> {
-    Some(Meta { dtype, ..m.clone() })
-}
-
 fn fc_attrs(p: &Invocation<'_>) -> Result<Attrs> {
     Ok(Attrs(vec![
         ("num_hidden".into(), Attr::Int(p.i64("num_hidden")?)),
@@ -240,8 +236,7 @@ fn float_attrs(a: &Attrs, drop: &[&str]) -> Attrs {
 
 fn product_out(def: &'static OpDef, float_name: &str, fa: &Attrs, ins: &[Meta]) -> Result<Vec<Meta>> {
     let fdef = crate::opdef::find(float_name).ok_or_else(|| Error::value(def.name, "float layer missing"))?;
-    let metas = [float_meta(&ins[0], DType::F64), float_meta(&ins[1], DType::F64)];
-    let metas: Vec<Meta> = metas.into_iter().flatten().collect();
+    let metas = [Meta { dtype: DType::F64, ..ins[0].clone() }, Meta { dtype: DType::F64, ..ins[1].clone() }];
     let out = fdef.infer_meta(fa, &metas).map_err(|e| {
         Error::shape(def.name, &[&ins[0].shape, &ins[1].shape], format!("data and weight do not fit ({e})"))
     })?;
