@@ -213,12 +213,8 @@ def _complete_shapes(label, entries):
     if label.rsplit(".", 1)[-1] not in ("dot", "matmul") or len(entries) != 2:
         return
     given = _TRACE.value[0]
-    known = {k: v for k, v in given.items()}
-    shapes = []
-    for node, i in entries:
-        sh = _infer.shape_pass(Symbol([(node, i)]), known).get((id(node), i))
-        shapes.append(sh)
-    a, b = shapes
+    inferred = _infer.shape_pass(Symbol(list(entries)), given)
+    a, b = (inferred.get((id(node), i)) for node, i in entries)
     if a is None or b is None or len(a) < 1 or len(b) < 1:
         return
     if _infer._known(a) and not _infer._known(b) and len(b) >= 2 and entries[1][0].op is None:

@@ -665,8 +665,7 @@ def _make_op(d, public):
     attr_names = [p[0] for p in d["params"]]
     variadic = _spec.is_variadic(op)
     n_inputs = len(d["inputs"])
-    # MXNet names a node after the function that made it: mx.sym.contrib.box_nms -> box_nms0
-    hint = public.lower().removeprefix("_contrib_")
+    hint = public.lower().removeprefix("_contrib_")  # as MXNet's mx.sym.contrib: box_nms0
 
     def fn(*args, name=None, attr=None, out=None, **kwargs):
         if variadic:

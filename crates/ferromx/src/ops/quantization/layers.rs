@@ -269,8 +269,8 @@ fn forward_product(
 ) -> Result<Vec<NDArray>> {
     let given = i.all();
     let metas: Vec<Meta> = given.iter().map(Meta::of).collect();
-    let out = super::infer_call(i, &metas)?;
-    let no_bias = check_product(i.def, i.attrs, &metas)?;
+    let out = super::infer_call(i, &metas)?; // (its inference checked the inputs)
+    let no_bias = i.bool("no_bias")?;
     let (x, w) = (&given[0], &given[1]);
     let acc = invoke(float_name, &[Some(astype(x, DType::F64)?), Some(astype(w, DType::F64)?)], fa)?.remove(0);
     let od = out[0].shape.dims();
