@@ -330,6 +330,9 @@ pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [
 
 /// `dw = Σ_n dy_n · col(x_n)ᵀ`: the weight gradient (written).
 pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
+    if winograd::applies_weight_grad(g) {
+        return winograd::backward_weight(g, dy, x, dw);
+    }
     let (og, rows, op) = (g.og(), g.rows(), g.op());
     let nbmax = batch(g);
     let direct = nbmax == 1 && g.pointwise();

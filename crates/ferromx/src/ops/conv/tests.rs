@@ -202,7 +202,26 @@ fn winograd_paths_are_taken_and_match_the_definition() {
             e[i] = 1.0;
             assert!((dot(&naive(&g, &e, &w, None), &dy) - dx[i]).abs() < 1e-10, "{g:?} dx[{i}]");
         }
+        // The weight gradient by Winograd (called directly: small planes take im2col in
+        // `backward_weight`), by the same two checks.
+        let mut dw = vec![7.0; w.len()];
+        super::winograd::backward_weight(&g, &dy, &x, &mut dw);
+        assert!((dot(&y, &dy) - dot(&w, &dw)).abs() < 1e-9, "{g:?} weight");
+        for i in [0, 1, w.len() / 2, w.len() - 2, w.len() - 1] {
+            let mut e = vec![0.0; w.len()];
+            e[i] = 1.0;
+            assert!((dot(&naive(&g, &x, &e, None), &dy) - dw[i]).abs() < 1e-10, "{g:?} dw[{i}]");
+        }
     }
+}
+
+#[test]
+fn winograd_weight_gradient_is_taken_on_large_planes_only() {
+    let one = [1, 1, 1];
+    let big = geom(2, 16, 16, 1, [1, 8, 8], [1, 3, 3], one, one, [0, 1, 1]);
+    let small = geom(2, 16, 16, 1, [1, 4, 4], [1, 3, 3], one, one, [0, 1, 1]);
+    assert!(super::winograd::applies_weight_grad(&big));
+    assert!(!super::winograd::applies_weight_grad(&small) && super::winograd::applies(&small));
 }
 
 #[test]
@@ -227,4 +246,12 @@ fn winograd_f32_error_is_near_the_direct_sums() {
     let scale = dx64.iter().map(|v| v.abs()).fold(0.0, f64::max);
     let err = dx.iter().zip(&dx64).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
     assert!(err < 2e-6, "winograd f32 data-gradient relative error {err}");
+    assert!(super::winograd::applies_weight_grad(&g));
+    let mut dw = vec![0f32; w.len()];
+    backward_weight(&g, &f(&dy), &f(&x), &mut dw);
+    let mut dw64 = vec![0.0; w.len()];
+    backward_weight(&g, &dy, &x, &mut dw64);
+    let scale = dw64.iter().map(|v| v.abs()).fold(0.0, f64::max);
+    let err = dw.iter().zip(&dw64).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
+    assert!(err < 2e-6, "winograd f32 weight-gradient relative error {err}");
 }

@@ -13,9 +13,23 @@
 //! of a CIFAR ResNet still give wide gemms) and processed in chunks that
 //! keep `V` and `M` near the caches. Blocks of samples are split across
 //! cores by the caller ([`super::cpu`]'s `for_blocks`).
+//!
+//! The weight gradient uses the same tiles: with `A` and `G` the matrices
+//! above, `dW = Gᵀ [Σ_tiles (A dy Aᵀ) ⊙ (Bᵀ d B)] G` (the transpose of the
+//! forward's bilinear form), so position `ξ` is one gemm
+//! `M[ξ] (o × c) += D[ξ] (o × tiles) · V[ξ]ᵀ`, 2.25× fewer multiplies than
+//! the im2col product, with the input transform shared with the forward.
+//!
+//! Why the transforms are written as they are: they are a third or more of
+//! the time unless vectorised. Each runs inside [`dispatch`] (compiled for
+//! AVX-512 or AVX2 when the CPU has them), walks whole rows of tiles, and
+//! reads the stride-2 tile columns from even/odd de-interleaved rows, so
+//! every inner loop is a contiguous, bounds-check-free loop over tiles.
 
 use super::cpu::{for_blocks, mm, ConvElem};
 use super::Geom;
+use crate::storage::{dispatch, fanout};
+use parking_lot::Mutex;
 
 /// Whether `g` runs through Winograd: a 2-d (or depth-1) 3×3 convolution
 /// with stride and dilation 1, one group, and at least [`MIN_CH`] input and
@@ -32,6 +46,16 @@ pub(crate) fn applies(g: &Geom) -> bool {
         && g.c >= MIN_CH
         && g.o >= MIN_CH
 }
+
+/// Whether the weight gradient of `g` runs through Winograd: planes of at
+/// least 8×8 outputs (on smaller ones the `16 · o · c` accumulators outweigh
+/// the multiplies saved; the im2col product is already wide there).
+pub(crate) fn applies_weight_grad(g: &Geom) -> bool {
+    applies(g) && g.outd[1] * g.outd[2] >= MIN_WGRAD_PLANE
+}
+
+/// Fewest output positions per plane for the Winograd weight gradient.
+const MIN_WGRAD_PLANE: usize = 64;
 
 /// Whether the data gradient of `g` runs through Winograd: it is a 3×3
 /// convolution of the output gradient with the flipped filter, padded by `2 - p`.
@@ -69,30 +93,86 @@ pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [
 /// filter of the data gradient: rows are `w`'s input channels, columns its
 /// output channels, and the 3×3 kernel is rotated by 180°.
 fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Vec<T> {
-    let half = T::from(0.5).unwrap_or_else(T::zero);
-    let (rows, cols) = if flip { (c, o) } else { (o, c) };
-    let mut u = vec![T::zero(); 16 * rows * cols];
-    for oi in 0..o {
-        for ci in 0..c {
-            let k = &w[(oi * c + ci) * 9..][..9];
-            let gv = |r: usize, s: usize| if flip { k[(2 - r) * 3 + 2 - s] } else { k[r * 3 + s] };
-            // Column s of t = G g (4 × 3); then each row of t times Gᵀ.
-            let tc: [[T; 4]; 3] = std::array::from_fn(|s| {
-                let (a, b, cc) = (gv(0, s), gv(1, s), gv(2, s));
-                [a, (a + b + cc) * half, (a - b + cc) * half, cc]
-            });
-            let t: [[T; 3]; 4] = std::array::from_fn(|i| [tc[0][i], tc[1][i], tc[2][i]]);
-            let (r, col) = if flip { (ci, oi) } else { (oi, ci) };
-            for (i, ti) in t.iter().enumerate() {
-                let (a, b, cc) = (ti[0], ti[1], ti[2]);
-                let v = [a, (a + b + cc) * half, (a - b + cc) * half, cc];
-                for (j, &vj) in v.iter().enumerate() {
-                    u[((i * 4 + j) * rows + r) * cols + col] = vj;
+    let mut u = vec![T::zero(); 16 * o * c];
+    dispatch(
+        #[inline(always)]
+        || filter_rows(w, o, c, flip, &mut u),
+    );
+    u
+}
+
+/// Kernels [`filter_rows`] gathers at a time.
+const KERNEL_BLOCK: usize = 16;
+
+/// [`filter`] by rows of `U`: the kernels of [`KERNEL_BLOCK`] rows at a time
+/// are gathered into nine vectors each (one per kernel tap, over the row's
+/// columns; read in contiguous runs in both orientations), and the transform
+/// runs on whole vectors.
+#[inline(always)]
+fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, u: &mut [T]) {
+    let (lines, cross) = if flip { (c, o) } else { (o, c) };
+    let mut k9 = vec![T::zero(); KERNEL_BLOCK * 9 * cross];
+    let mut t = vec![T::zero(); 3 * cross];
+    for l0 in (0..lines).step_by(KERNEL_BLOCK) {
+        let nb = KERNEL_BLOCK.min(lines - l0);
+        if flip {
+            // Row l is input channel l; its kernels lie at w[x][l] for every output channel x.
+            for x in 0..cross {
+                let (kernels, _) = w[(x * c + l0) * 9..][..nb * 9].as_chunks::<9>();
+                for (b, k) in kernels.iter().enumerate() {
+                    for j in 0..9 {
+                        k9[(b * 9 + j) * cross + x] = k[8 - j];
+                    }
+                }
+            }
+        } else {
+            for b in 0..nb {
+                let (kernels, _) = w[(l0 + b) * c * 9..][..c * 9].as_chunks::<9>();
+                for (x, k) in kernels.iter().enumerate() {
+                    for j in 0..9 {
+                        k9[(b * 9 + j) * cross + x] = k[j];
+                    }
                 }
             }
         }
+        for b in 0..nb {
+            transform_kernels(&k9[b * 9 * cross..][..9 * cross], cross, l0 + b, lines, u, &mut t);
+        }
     }
-    u
+}
+
+/// Row `line` of every `U[ξ]` (`lines × cross`) from the nine tap vectors `k9`.
+#[inline(always)]
+fn transform_kernels<T: ConvElem>(k9: &[T], cross: usize, line: usize, lines: usize, u: &mut [T], t: &mut [T]) {
+    let half = T::from(0.5).unwrap_or_else(T::zero);
+    let g = |r: usize, s: usize| &k9[(r * 3 + s) * cross..][..cross];
+    for i in 0..4 {
+        // Row i of G g: three vectors, one per kernel column s.
+        for (s, ts) in t.chunks_exact_mut(cross).enumerate() {
+            let (a, b, cc) = (g(0, s), g(1, s), g(2, s));
+            for x in 0..cross {
+                ts[x] = match i {
+                    0 => a[x],
+                    1 => (a[x] + b[x] + cc[x]) * half,
+                    2 => (a[x] - b[x] + cc[x]) * half,
+                    _ => cc[x],
+                };
+            }
+        }
+        // Times Gᵀ: U[i][j] for j = 0..4.
+        let (t0, t1, t2) = (&t[..cross], &t[cross..2 * cross], &t[2 * cross..3 * cross]);
+        for j in 0..4 {
+            let dst = &mut u[((i * 4 + j) * lines + line) * cross..][..cross];
+            for x in 0..cross {
+                dst[x] = match j {
+                    0 => t0[x],
+                    1 => (t0[x] + t1[x] + t2[x]) * half,
+                    2 => (t0[x] - t1[x] + t2[x]) * half,
+                    _ => t2[x],
+                };
+            }
+        }
+    }
 }
 
 /// The tiling of one sample's output plane.
@@ -113,9 +193,7 @@ impl Tiles {
 /// tile rows (all its samples' in turn) are processed in chunks of whole rows.
 fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, out: &mut [T]) {
     let tiles = Tiles::of(g);
-    let sz = std::mem::size_of::<T>();
-    let chunk_tiles = (chunk_bytes() / (16 * (g.c + g.o) * sz)).max(MIN_TILES);
-    let rows_per_chunk = chunk_tiles.div_ceil(tiles.tw).max(1);
+    let rows_per_chunk = chunk_rows(tiles, 16 * (g.c + g.o) * std::mem::size_of::<T>(), chunk_bytes());
     let flops = 2 * 16 * g.o * g.c * tiles.th * tiles.tw;
     for_blocks(out, g.o * g.op(), flops, &|first, block, par| {
         let count = block.len() / (g.o * g.op());
@@ -123,20 +201,33 @@ fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, out: &mut [T
         let nr = rows_per_chunk.min(total);
         let mut v = vec![T::zero(); 16 * g.c * nr * tiles.tw];
         let mut m = vec![T::zero(); 16 * g.o * nr * tiles.tw];
-        let mut scratch = vec![T::zero(); 8 * (2 * tiles.tw + 2)];
+        let mut scratch = vec![T::zero(); SCRATCH_ROWS * (tiles.tw + 1)];
+        let xb = &x[first * g.c * g.ip()..];
         let mut r0 = 0;
         while r0 < total {
             let rows = nr.min(total - r0);
             let ld = rows * tiles.tw;
-            transform_input(g, tiles, &x[first * g.c * g.ip()..], r0, rows, &mut v, &mut scratch);
+            dispatch(
+                #[inline(always)]
+                || transform_input(g, tiles, xb, r0, rows, &mut v, &mut scratch),
+            );
             for xi in 0..16 {
                 let (mo, vo) = (xi * g.o * ld, xi * g.c * ld);
                 mm(par, g.o, ld, g.c, &mut m[mo..mo + g.o * ld], &u[xi * g.o * g.c..], false, &v[vo..], false, false);
             }
-            transform_output(g, tiles, &m, r0, rows, bias, block, &mut scratch);
+            dispatch(
+                #[inline(always)]
+                || transform_output(g, tiles, &m, r0, rows, bias, block, &mut scratch),
+            );
             r0 += rows;
         }
     });
+}
+
+/// Tile rows per chunk: `bytes` of transformed data at `per_tile` bytes per
+/// tile, at least [`MIN_TILES`] tiles.
+fn chunk_rows(tiles: Tiles, per_tile: usize, bytes: usize) -> usize {
+    (bytes / per_tile.max(1)).max(MIN_TILES).div_ceil(tiles.tw).max(1)
 }
 
 /// Bytes of transformed input and output per chunk (`FERROMX_WINOGRAD_CHUNK_KB`
@@ -151,10 +242,44 @@ fn chunk_bytes() -> usize {
     })
 }
 
+/// Rows of `tw + 1` elements the transforms need as scratch.
+const SCRATCH_ROWS: usize = 16;
+
+/// Copies the padded row `q ↦ row[q + off]` (zero outside `row`, or
+/// everywhere when `row` is `None`) for `q` in `0..2 · e.len()`, its even
+/// positions into `e` and its odd ones into `od`.
+#[inline(always)]
+fn split_row<T: ConvElem>(row: Option<&[T]>, off: isize, e: &mut [T], od: &mut [T]) {
+    let n = e.len().min(od.len());
+    let (e, od) = (&mut e[..n], &mut od[..n]);
+    let Some(row) = row else {
+        e.fill(T::zero());
+        od.fill(T::zero());
+        return;
+    };
+    let len = row.len() as isize;
+    let at = |q: isize| usize::try_from(q + off).ok().and_then(|i| row.get(i)).copied().unwrap_or_else(T::zero);
+    // Pairs k whose both elements 2k + off and 2k + 1 + off lie inside the row.
+    let lo = (1 - off).div_euclid(2).clamp(0, n as isize) as usize;
+    let hi = (len - off).div_euclid(2).clamp(lo as isize, n as isize) as usize;
+    for k in (0..lo).chain(hi..n) {
+        e[k] = at(2 * k as isize);
+        od[k] = at(2 * k as isize + 1);
+    }
+    let first = (2 * lo as isize + off) as usize;
+    let (pairs, _) = row[first..first + 2 * (hi - lo)].as_chunks::<2>();
+    for ((ev, ov), p) in e[lo..hi].iter_mut().zip(&mut od[lo..hi]).zip(pairs) {
+        *ev = p[0];
+        *ov = p[1];
+    }
+}
+
 /// `V[ξ][c][t]` = `(Bᵀ d B)[ξ]` for the tiles of tile rows `r0..r0 + rows`
 /// of the block (`x` starts at the block's first sample), `V[ξ]` at stride
-/// `rows · tw`. Per channel and tile row the vertical transform runs on whole
-/// (zero-padded) input rows, the horizontal one over consecutive tiles.
+/// `rows · tw`. Per channel and tile row the four (zero-padded) input rows
+/// are split into even and odd columns, transformed vertically, then
+/// horizontally over all the row's tiles at once.
+#[inline(always)]
 fn transform_input<T: ConvElem>(
     g: &Geom,
     tiles: Tiles,
@@ -168,47 +293,49 @@ fn transform_input<T: ConvElem>(
     let (ih, iw, ip) = (g.ind[1], g.ind[2], g.ip());
     let ld = rows * tw;
     let plane = g.c * ld;
-    let wp = 2 * tw + 2;
-    let (d, b) = scratch[..8 * wp].split_at_mut(4 * wp);
-    // The input columns a padded row covers: x0 = -p .. -p + wp.
-    let (lo, hi, src0) = super::cpu::span(-(g.p[2] as isize), wp, iw);
+    let w1 = tw + 1;
+    let (de, rest) = scratch.split_at_mut(4 * w1);
+    let (dodd, rest) = rest.split_at_mut(4 * w1);
+    let (be, rest) = rest.split_at_mut(4 * w1);
+    let bo = &mut rest[..4 * w1];
     for c in 0..g.c {
         for r in r0..r0 + rows {
             let (s, ty) = (r / th, r % th);
             let xc = &x[(s * g.c + c) * ip..][..ip];
-            for (i, row) in d.chunks_mut(wp).enumerate() {
+            for (i, (e, o)) in de.chunks_exact_mut(w1).zip(dodd.chunks_exact_mut(w1)).enumerate() {
                 let y = (2 * ty + i) as isize - g.p[1] as isize;
-                if (0..ih as isize).contains(&y) {
-                    row[..lo].fill(T::zero());
-                    row[lo..hi].copy_from_slice(&xc[y as usize * iw + src0..][..hi - lo]);
-                    row[hi..].fill(T::zero());
-                } else {
-                    row.fill(T::zero());
+                let row = (0..ih as isize).contains(&y).then(|| &xc[y as usize * iw..][..iw]);
+                split_row(row, -(g.p[2] as isize), e, o);
+            }
+            // Bᵀ d: rows d0 - d2, d1 + d2, d2 - d1, d1 - d3, on even and odd columns alike.
+            for (d, b) in [(&*de, &mut *be), (&*dodd, &mut *bo)] {
+                let (d0, d1, d2, d3) = (&d[..w1], &d[w1..2 * w1], &d[2 * w1..3 * w1], &d[3 * w1..4 * w1]);
+                let (b0, rest) = b.split_at_mut(w1);
+                let (b1, rest) = rest.split_at_mut(w1);
+                let (b2, b3) = rest.split_at_mut(w1);
+                for j in 0..w1 {
+                    b0[j] = d0[j] - d2[j];
+                    b1[j] = d1[j] + d2[j];
+                    b2[j] = d2[j] - d1[j];
+                    b3[j] = d1[j] - d3[j];
                 }
             }
-            let (d0, d1, d2, d3) = (&d[..wp], &d[wp..2 * wp], &d[2 * wp..3 * wp], &d[3 * wp..4 * wp]);
-            let (b01, b23) = b.split_at_mut(2 * wp);
-            let (b0, b1) = b01.split_at_mut(wp);
-            let (b2, b3) = b23.split_at_mut(wp);
-            for j in 0..wp {
-                b0[j] = d0[j] - d2[j];
-                b1[j] = d1[j] + d2[j];
-                b2[j] = d2[j] - d1[j];
-                b3[j] = d1[j] - d3[j];
-            }
+            // (Bᵀ d) B: with e and o a row's even and odd columns, tile tx reads
+            // e[tx], o[tx], e[tx + 1], o[tx + 1].
             let col = c * ld + (r - r0) * tw;
-            for (i, bi) in [&*b0, &*b1, &*b2, &*b3].into_iter().enumerate() {
+            for i in 0..4 {
+                let (e, o) = (&be[i * w1..][..w1], &bo[i * w1..][..w1]);
                 let base = i * 4 * plane + col;
                 let (v0, rest) = v[base..].split_at_mut(plane);
                 let (v1, rest) = rest.split_at_mut(plane);
                 let (v2, v3) = rest.split_at_mut(plane);
                 let (v0, v1, v2, v3) = (&mut v0[..tw], &mut v1[..tw], &mut v2[..tw], &mut v3[..tw]);
+                let (e0, e1, o0, o1) = (&e[..tw], &e[1..=tw], &o[..tw], &o[1..=tw]);
                 for tx in 0..tw {
-                    let q = &bi[2 * tx..2 * tx + 4];
-                    v0[tx] = q[0] - q[2];
-                    v1[tx] = q[1] + q[2];
-                    v2[tx] = q[2] - q[1];
-                    v3[tx] = q[1] - q[3];
+                    v0[tx] = e0[tx] - e1[tx];
+                    v1[tx] = o0[tx] + e1[tx];
+                    v2[tx] = e1[tx] - o0[tx];
+                    v3[tx] = o0[tx] - o1[tx];
                 }
             }
         }
@@ -217,6 +344,7 @@ fn transform_input<T: ConvElem>(
 
 /// Writes `Aᵀ m A` (+ bias) of tile rows `r0..r0 + rows` into the block's output.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 fn transform_output<T: ConvElem>(
     g: &Geom,
     tiles: Tiles,
@@ -231,32 +359,201 @@ fn transform_output<T: ConvElem>(
     let (oh, ow, op) = (g.outd[1], g.outd[2], g.op());
     let ld = rows * tw;
     let plane = g.o * ld;
-    let (y0r, rest) = scratch.split_at_mut(2 * tw);
+    let (q, rest) = scratch.split_at_mut(8 * tw);
+    let (y0r, rest) = rest.split_at_mut(2 * tw);
     let y1r = &mut rest[..2 * tw];
     for o in 0..g.o {
         let b = bias.map_or(T::zero(), |b| b[o]);
         for r in r0..r0 + rows {
             let (s, ty) = (r / th, r % th);
             let col = o * ld + (r - r0) * tw;
-            let e = |xi: usize| &m[xi * plane + col..][..tw];
-            let mr: [&[T]; 16] = std::array::from_fn(e);
-            for tx in 0..tw {
-                // q[c][i] = (m A)[i][c]; the tile is y[r][c] = (Aᵀ q[c])[r].
-                let q = |i: usize| {
-                    let (m0, m1, m2, m3) = (mr[4 * i][tx], mr[4 * i + 1][tx], mr[4 * i + 2][tx], mr[4 * i + 3][tx]);
-                    (m0 + m1 + m2, m1 - m2 - m3)
-                };
-                let (q0, q1, q2, q3) = (q(0), q(1), q(2), q(3));
-                y0r[2 * tx] = q0.0 + q1.0 + q2.0 + b;
-                y0r[2 * tx + 1] = q0.1 + q1.1 + q2.1 + b;
-                y1r[2 * tx] = q1.0 - q2.0 - q3.0 + b;
-                y1r[2 * tx + 1] = q1.1 - q2.1 - q3.1 + b;
+            // q[i] = (m A)[i]: two columns per row i of the tile, over all tiles of the row.
+            for (i, qi) in q.chunks_exact_mut(2 * tw).enumerate() {
+                let mr = |j: usize| &m[(4 * i + j) * plane + col..][..tw];
+                let (m0, m1, m2, m3) = (mr(0), mr(1), mr(2), mr(3));
+                let (qa, qb) = qi.split_at_mut(tw);
+                for tx in 0..tw {
+                    qa[tx] = m0[tx] + m1[tx] + m2[tx];
+                    qb[tx] = m1[tx] - m2[tx] - m3[tx];
+                }
+            }
+            // The tile is y[r][c] = (Aᵀ q[·][c])[r]; y0r and y1r hold the two output rows.
+            let (q0, rest) = q.split_at(2 * tw);
+            let (q1, rest) = rest.split_at(2 * tw);
+            let (q2, q3) = rest.split_at(2 * tw);
+            for (cc, (y0, y1)) in y0r.chunks_exact_mut(tw).zip(y1r.chunks_exact_mut(tw)).enumerate() {
+                let (a0, a1, a2, a3) =
+                    (&q0[cc * tw..][..tw], &q1[cc * tw..][..tw], &q2[cc * tw..][..tw], &q3[cc * tw..][..tw]);
+                for tx in 0..tw {
+                    y0[tx] = a0[tx] + a1[tx] + a2[tx] + b;
+                    y1[tx] = a1[tx] - a2[tx] - a3[tx] + b;
+                }
             }
             let dst = &mut out[(s * g.o + o) * op..][..op];
-            dst[2 * ty * ow..][..ow].copy_from_slice(&y0r[..ow]);
+            interleave(&y0r[..tw], &y0r[tw..], &mut dst[2 * ty * ow..][..ow]);
             if 2 * ty + 1 < oh {
-                dst[(2 * ty + 1) * ow..][..ow].copy_from_slice(&y1r[..ow]);
+                interleave(&y1r[..tw], &y1r[tw..], &mut dst[(2 * ty + 1) * ow..][..ow]);
             }
+        }
+    }
+}
+
+/// `dst[2k] = a[k]`, `dst[2k + 1] = b[k]` (as far as `dst` reaches).
+#[inline(always)]
+fn interleave<T: Copy>(a: &[T], b: &[T], dst: &mut [T]) {
+    let half = dst.len() / 2;
+    let (pairs, rest) = dst.as_chunks_mut::<2>();
+    for ((p, &x), &y) in pairs.iter_mut().zip(a).zip(b) {
+        *p = [x, y];
+    }
+    if let (Some(last), Some(&x)) = (rest.first_mut(), a.get(half)) {
+        *last = x;
+    }
+}
+
+/// `dw = Σ_n dy_n ⋆ x_n` by Winograd (`applies_weight_grad(g)` must hold),
+/// written. Samples are split over the cores, each summing its own `M`; the
+/// sums are added and transformed back once.
+pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
+    let threads = rayon::current_num_threads().max(1);
+    let blocks = if threads > 1 && g.n >= threads { threads } else { 1 };
+    let per_block = g.n.div_ceil(blocks);
+    let acc_len = 16 * g.o * g.c;
+    let partial = |b: usize, par: bool| {
+        let (lo, hi) = (b * per_block, ((b + 1) * per_block).min(g.n));
+        let mut acc = vec![T::zero(); acc_len];
+        if lo < hi {
+            weight_sums(g, &dy[lo * g.o * g.op()..hi * g.o * g.op()], &x[lo * g.c * g.ip()..], par, &mut acc);
+        }
+        acc
+    };
+    let mut acc = if blocks == 1 {
+        partial(0, threads > 1)
+    } else {
+        let parts: Vec<Mutex<Vec<T>>> = (0..blocks).map(|_| Mutex::new(Vec::new())).collect();
+        fanout(blocks, threads - 1, &|b| *parts[b].lock() = partial(b, false));
+        let mut parts = parts.into_iter().map(Mutex::into_inner);
+        let mut acc = parts.next().unwrap_or_default();
+        for p in parts {
+            acc.iter_mut().zip(&p).for_each(|(a, &v)| *a += v);
+        }
+        acc
+    };
+    acc.resize(acc_len, T::zero());
+    filter_grad(&acc, g.o, g.c, dw);
+}
+
+/// `M[ξ] = Σ D[ξ] · V[ξ]ᵀ` over the tiles of the samples of `dy` (and the same
+/// samples of `x`), in chunks of tile rows.
+fn weight_sums<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], par: bool, acc: &mut [T]) {
+    let tiles = Tiles::of(g);
+    let total = dy.len() / (g.o * g.op()) * tiles.th;
+    let sz = std::mem::size_of::<T>();
+    let mut nr = chunk_rows(tiles, 16 * (g.c + g.o) * sz, 4 * chunk_bytes()).min(total);
+    // A chunk of 512 tiles is a row stride of 2 KiB, which the gemm repacks (see
+    // `storage::gemm`); one tile row fewer avoids it.
+    if nr > 1 && (nr * tiles.tw) % 512 == 0 {
+        nr -= 1;
+    }
+    let mut v = vec![T::zero(); 16 * g.c * nr * tiles.tw];
+    let mut d = vec![T::zero(); 16 * g.o * nr * tiles.tw];
+    let mut scratch = vec![T::zero(); SCRATCH_ROWS * (tiles.tw + 1)];
+    let mut r0 = 0;
+    while r0 < total {
+        let rows = nr.min(total - r0);
+        let ld = rows * tiles.tw;
+        dispatch(
+            #[inline(always)]
+            || transform_input(g, tiles, x, r0, rows, &mut v, &mut scratch),
+        );
+        dispatch(
+            #[inline(always)]
+            || transform_grad(g, tiles, dy, r0, rows, &mut d, &mut scratch),
+        );
+        for xi in 0..16 {
+            let (mo, dof, vo) = (xi * g.o * g.c, xi * g.o * ld, xi * g.c * ld);
+            mm(par, g.o, g.c, ld, &mut acc[mo..mo + g.o * g.c], &d[dof..], false, &v[vo..], true, r0 > 0);
+        }
+        r0 += rows;
+    }
+}
+
+/// `D[ξ][o][t]` = `(A dy Aᵀ)[ξ]` for the 2×2 output-gradient tiles of tile rows
+/// `r0..r0 + rows` (zero past the plane's edge), `D[ξ]` at stride `rows · tw`.
+#[inline(always)]
+fn transform_grad<T: ConvElem>(
+    g: &Geom,
+    tiles: Tiles,
+    dy: &[T],
+    r0: usize,
+    rows: usize,
+    d: &mut [T],
+    scratch: &mut [T],
+) {
+    let (th, tw) = (tiles.th, tiles.tw);
+    let (oh, ow, op) = (g.outd[1], g.outd[2], g.op());
+    let ld = rows * tw;
+    let plane = g.o * ld;
+    let (se, rest) = scratch.split_at_mut(2 * tw);
+    let (so, rest) = rest.split_at_mut(2 * tw);
+    let (ue, rest) = rest.split_at_mut(4 * tw);
+    let uo = &mut rest[..4 * tw];
+    for o in 0..g.o {
+        for r in r0..r0 + rows {
+            let (s, ty) = (r / th, r % th);
+            let plane_dy = &dy[(s * g.o + o) * op..][..op];
+            for (i, (e, od)) in se.chunks_exact_mut(tw).zip(so.chunks_exact_mut(tw)).enumerate() {
+                let y = 2 * ty + i;
+                split_row((y < oh).then(|| &plane_dy[y * ow..][..ow]), 0, e, od);
+            }
+            // A dy: rows r0, r0 + r1, r0 - r1, -r1 (even and odd columns alike).
+            for (sv, u) in [(&*se, &mut *ue), (&*so, &mut *uo)] {
+                let (a, b) = (&sv[..tw], &sv[tw..2 * tw]);
+                let (u0, rest) = u.split_at_mut(tw);
+                let (u1, rest) = rest.split_at_mut(tw);
+                let (u2, u3) = rest.split_at_mut(tw);
+                for j in 0..tw {
+                    u0[j] = a[j];
+                    u1[j] = a[j] + b[j];
+                    u2[j] = a[j] - b[j];
+                    u3[j] = -b[j];
+                }
+            }
+            // (A dy) Aᵀ: columns e, e + o, e - o, -o.
+            let col = o * ld + (r - r0) * tw;
+            for i in 0..4 {
+                let (e, od) = (&ue[i * tw..][..tw], &uo[i * tw..][..tw]);
+                let base = i * 4 * plane + col;
+                let (d0, rest) = d[base..].split_at_mut(plane);
+                let (d1, rest) = rest.split_at_mut(plane);
+                let (d2, d3) = rest.split_at_mut(plane);
+                let (d0, d1, d2, d3) = (&mut d0[..tw], &mut d1[..tw], &mut d2[..tw], &mut d3[..tw]);
+                for tx in 0..tw {
+                    d0[tx] = e[tx];
+                    d1[tx] = e[tx] + od[tx];
+                    d2[tx] = e[tx] - od[tx];
+                    d3[tx] = -od[tx];
+                }
+            }
+        }
+    }
+}
+
+/// `dw[o][c] = Gᵀ M[·][o][c] G` (each 4×4 sum back to a 3×3 kernel gradient).
+fn filter_grad<T: ConvElem>(m: &[T], o: usize, c: usize, dw: &mut [T]) {
+    let half = T::from(0.5).unwrap_or_else(T::zero);
+    // Gᵀ v for a 4-vector v: (v0 + (v1 + v2)/2, (v1 - v2)/2, (v1 + v2)/2 + v3).
+    let gt = |v: [T; 4]| {
+        let (s, t) = ((v[1] + v[2]) * half, (v[1] - v[2]) * half);
+        [v[0] + s, t, s + v[3]]
+    };
+    let oc = o * c;
+    for (k, out) in dw[..oc * 9].chunks_exact_mut(9).enumerate() {
+        let at = |i: usize, j: usize| m[(i * 4 + j) * oc + k];
+        let cols: [[T; 3]; 4] = std::array::from_fn(|j| gt([at(0, j), at(1, j), at(2, j), at(3, j)]));
+        for r in 0..3 {
+            let row = gt([cols[0][r], cols[1][r], cols[2][r], cols[3][r]]);
+            out[r * 3..r * 3 + 3].copy_from_slice(&row);
         }
     }
 }
