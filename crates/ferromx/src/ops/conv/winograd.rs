@@ -48,14 +48,21 @@ pub(crate) fn applies(g: &Geom) -> bool {
 }
 
 /// Whether the weight gradient of `g` runs through Winograd: planes of at
-/// least 8×8 outputs (on smaller ones the `16 · o · c` accumulators outweigh
-/// the multiplies saved; the im2col product is already wide there).
+/// least 4×4 outputs (on smaller ones the transforms and the `16 · o · c`
+/// sums outweigh the multiplies saved).
 pub(crate) fn applies_weight_grad(g: &Geom) -> bool {
     applies(g) && g.outd[1] * g.outd[2] >= MIN_WGRAD_PLANE
 }
 
 /// Fewest output positions per plane for the Winograd weight gradient.
-const MIN_WGRAD_PLANE: usize = 64;
+const MIN_WGRAD_PLANE: usize = 16;
+/// Below this many tiles per sample, the weight gradient runs all samples as
+/// one block with parallel gemms: per-core blocks would each hold (and then
+/// add up) `16 · o · c` sums that are large next to their few tiles.
+const SMALL_PLANE_TILES: usize = 16;
+/// Transformed bytes per chunk of that shared block (wide gemms: `k` is the
+/// chunk's tile count).
+const WGRAD_SHARED_CHUNK_BYTES: usize = 8 << 20;
 
 /// Whether the data gradient of `g` runs through Winograd: it is a 3×3
 /// convolution of the output gradient with the flipped filter, padded by `2 - p`.
@@ -71,7 +78,7 @@ fn enabled() -> bool {
 /// Fewest input and output channels for the Winograd path.
 const MIN_CH: usize = 16;
 /// A chunk's transformed input and output stay under this many bytes.
-const CHUNK_BYTES: usize = 1 << 21;
+const CHUNK_BYTES: usize = 1 << 19;
 /// Fewest tiles per chunk (narrower gemms re-pack the filter too often).
 const MIN_TILES: usize = 64;
 
@@ -416,7 +423,9 @@ fn interleave<T: Copy>(a: &[T], b: &[T], dst: &mut [T]) {
 /// sums are added and transformed back once.
 pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
     let threads = rayon::current_num_threads().max(1);
-    let blocks = if threads > 1 && g.n >= threads { threads } else { 1 };
+    let tiles = Tiles::of(g);
+    let small = tiles.th * tiles.tw < SMALL_PLANE_TILES;
+    let blocks = if threads > 1 && g.n >= threads && !small { threads } else { 1 };
     let per_block = g.n.div_ceil(blocks);
     let acc_len = 16 * g.o * g.c;
     let partial = |b: usize, par: bool| {
@@ -449,7 +458,8 @@ fn weight_sums<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], par: bool, acc: &mut [T
     let tiles = Tiles::of(g);
     let total = dy.len() / (g.o * g.op()) * tiles.th;
     let sz = std::mem::size_of::<T>();
-    let mut nr = chunk_rows(tiles, 16 * (g.c + g.o) * sz, 4 * chunk_bytes()).min(total);
+    let bytes = if par { WGRAD_SHARED_CHUNK_BYTES } else { 4 * chunk_bytes() };
+    let mut nr = chunk_rows(tiles, 16 * (g.c + g.o) * sz, bytes).min(total);
     // A chunk of 512 tiles is a row stride of 2 KiB, which the gemm repacks (see
     // `storage::gemm`); one tile row fewer avoids it.
     if nr > 1 && (nr * tiles.tw) % 512 == 0 {
