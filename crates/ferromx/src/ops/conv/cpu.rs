@@ -86,6 +86,26 @@ fn batch(g: &Geom) -> usize {
     MIN_COLS.div_ceil(op).min(by_mem).min(g.n.max(1))
 }
 
+/// Below this many output channels per group, the im2col products are computed
+/// transposed (positions as the gemm's rows): the gemm kernel's register block
+/// is 64 rows tall on AVX-512 (24 or 48 on AVX2), so `o × positions` products
+/// with `o` of 16 (LeNet's second layer) used a small fraction of it.
+const THIN_OUT: usize = 32;
+/// Fewest column-matrix rows (`c · kernel`) for the transposed products: with
+/// fewer, the gemm's packing of the transposed column matrix costs more than
+/// the taller block saves (LeNet's first layer, 25 rows, ran 2.5× slower).
+const THIN_MIN_ROWS: usize = 64;
+
+/// Whether the products of `g` run transposed ([`THIN_OUT`]).
+fn thin(g: &Geom) -> bool {
+    g.og() < THIN_OUT && g.rows() >= THIN_MIN_ROWS
+}
+
+/// `dst[c][r] = src[r][c]` for a `rows × cols` matrix `src`.
+fn transpose_into<T: Copy>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
+    crate::shape::transpose_rows(&src[..rows * cols], rows, cols, 0, &mut dst[..rows * cols]);
+}
+
 /// Copies channels `c0..c0 + cn` of samples `s0..s0 + nb` (each `ch × plane`)
 /// from `src` into `dst` as a `cn × (nb · plane)` matrix.
 #[allow(clippy::too_many_arguments)]
@@ -252,10 +272,12 @@ pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]
     let nbmax = batch(g);
     let direct = nbmax == 1 && g.pointwise();
     let flops = 2 * g.o * op * rows;
+    let thin = thin(g);
     for_blocks(out, g.o * op, flops, &|first, block, par| {
         let count = block.len() / (g.o * op);
         let mut col = if direct { Vec::new() } else { vec![T::zero(); rows * op * nbmax] };
-        let mut tmp = if nbmax > 1 { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
+        let mut tmp = if nbmax > 1 || thin { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
+        let mut tmp_t = if thin { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
         let mut j0 = 0;
         while j0 < count {
             let (nb, s0) = (nbmax.min(count - j0), first + j0);
@@ -264,7 +286,11 @@ pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]
                 let wg = &w[grp * og * rows..(grp + 1) * og * rows];
                 let colm = columns(g, x, s0, nb, grp, direct, &mut col);
                 let bias_of = |o: usize| bias.map(|b| b[grp * og + o]);
-                if nb == 1 {
+                if thin {
+                    // (positions × og) = colsᵀ · wᵀ, then back to og × positions.
+                    mm(par, ld, og, rows, &mut tmp_t[..ld * og], colm, true, wg, true, false);
+                    transpose_into(&tmp_t, ld, og, &mut tmp);
+                } else if nb == 1 {
                     let out_g = &mut block[(j0 * g.o + grp * og) * op..(j0 * g.o + (grp + 1) * og) * op];
                     for (o, orow) in out_g.chunks_mut(op).enumerate() {
                         if let Some(b) = bias_of(o) {
@@ -273,8 +299,9 @@ pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]
                     }
                     mm(par, og, op, rows, out_g, wg, false, colm, false, bias.is_some());
                     continue;
+                } else {
+                    mm(par, og, ld, rows, &mut tmp[..og * ld], wg, false, colm, false, false);
                 }
-                mm(par, og, ld, rows, &mut tmp[..og * ld], wg, false, colm, false, false);
                 for j in 0..nb {
                     for o in 0..og {
                         let dst = &mut block[((j0 + j) * g.o + grp * og + o) * op..][..op];
@@ -339,6 +366,8 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
     let threads = rayon::current_num_threads().max(1);
     let blocks = if threads > 1 && g.n >= threads && 2 * g.o * op * rows * g.n >= 1 << 20 { threads } else { 1 };
     let per_block = g.n.div_ceil(blocks);
+    let thin = thin(g);
+    // Each group's sum is og × rows, or rows × og when `thin` (transposed at the end).
     let partial = |b: usize, acc: &mut [T], par: bool| {
         let mut col = if direct { Vec::new() } else { vec![T::zero(); rows * op * nbmax] };
         let mut dyb = if nbmax > 1 { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
@@ -351,7 +380,12 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
             for grp in 0..g.groups {
                 let colm = columns(g, x, s0, nb, grp, direct, &mut col);
                 let dyg = grad_columns(g, dy, s0, nb, grp, &mut dyb);
-                mm(par, og, rows, ld, &mut acc[grp * og * rows..(grp + 1) * og * rows], dyg, false, colm, true, !first);
+                let accg = &mut acc[grp * og * rows..(grp + 1) * og * rows];
+                if thin {
+                    mm(par, rows, og, ld, accg, colm, false, dyg, true, !first);
+                } else {
+                    mm(par, og, rows, ld, accg, dyg, false, colm, true, !first);
+                }
             }
             first = false;
             s0 += nb;
@@ -360,8 +394,19 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
             acc.fill(T::zero());
         }
     };
+    let untranspose = |acc: &[T], dw: &mut [T]| {
+        for (a, d) in acc.chunks_exact(og * rows).zip(dw.chunks_exact_mut(og * rows)) {
+            transpose_into(a, rows, og, d);
+        }
+    };
     if blocks == 1 {
-        dispatch(|| partial(0, dw, threads > 1));
+        if thin {
+            let mut acc = vec![T::zero(); dw.len()];
+            dispatch(|| partial(0, &mut acc, threads > 1));
+            untranspose(&acc, dw);
+        } else {
+            dispatch(|| partial(0, dw, threads > 1));
+        }
         return;
     }
     let parts: Vec<Mutex<Vec<T>>> = (0..blocks).map(|_| Mutex::new(Vec::new())).collect();
@@ -370,11 +415,16 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
         dispatch(|| partial(b, &mut acc, false));
         *parts[b].lock() = acc;
     });
-    dw.fill(T::zero());
+    let mut sum = vec![T::zero(); dw.len()];
     for p in &parts {
-        for (d, &v) in dw.iter_mut().zip(p.lock().iter()) {
+        for (d, &v) in sum.iter_mut().zip(p.lock().iter()) {
             *d += v;
         }
+    }
+    if thin {
+        untranspose(&sum, dw);
+    } else {
+        dw.copy_from_slice(&sum);
     }
 }
 

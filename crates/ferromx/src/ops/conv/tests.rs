@@ -156,6 +156,31 @@ fn f32_and_blocked_paths_agree() {
 }
 
 #[test]
+fn thin_and_wide_products_agree_on_blocked_weight_gradients() {
+    // Enough work to split the samples over cores; 8 output channels run the products
+    // transposed (75 column rows), 40 do not (and 5×5 keeps both off the Winograd path).
+    for o in [8, 40] {
+        let g = geom(8, 3, o, 1, [1, 24, 24], [1, 5, 5], [1, 1, 1], [1, 1, 1], [0, 2, 2]);
+        let x = rand(g.n * g.c * g.ip(), 31);
+        let w = rand(g.o * g.rows(), 32);
+        let dy = rand(g.n * g.o * g.op(), 33);
+        let mut dw = vec![7.0; w.len()];
+        backward_weight(&g, &dy, &x, &mut dw);
+        for i in [0, 1, w.len() / 3, w.len() - 1] {
+            let mut e = vec![0.0; w.len()];
+            e[i] = 1.0;
+            assert!((dot(&naive(&g, &x, &e, None), &dy) - dw[i]).abs() < 1e-9, "o={o} dw[{i}]");
+        }
+        let mut out = vec![0.0; dy.len()];
+        let b = rand(g.o, 34);
+        forward(&g, &x, &w, Some(&b), &mut out);
+        for (a, e) in out.iter().zip(&naive(&g, &x, &w, Some(&b))) {
+            assert!((a - e).abs() < 1e-10, "o={o}: {a} vs {e}");
+        }
+    }
+}
+
+#[test]
 fn geometry_round_trips_through_the_call_numbers() {
     for g in cases() {
         assert_eq!(Geom::from_nums(&g.to_nums(true)), (g, true));
