@@ -12,9 +12,41 @@ use num_traits::Float;
 use parking_lot::Mutex;
 
 /// Element types the convolution kernels run on.
-pub(crate) trait ConvElem: GemmElem + Float + std::ops::AddAssign + Send + Sync + crate::dtype::Elem {}
-impl ConvElem for f32 {}
-impl ConvElem for f64 {}
+pub(crate) trait ConvElem: GemmElem + Float + std::ops::AddAssign + Send + Sync + crate::dtype::Elem {
+    /// Calls `f` with this thread's convolution workspace of at least `len`
+    /// elements (contents unspecified; a nested call, or one over
+    /// [`WORKSPACE_KEEP`] elements, gets a fresh buffer).
+    ///
+    /// Why: column matrices and Winograd tiles are megabytes per call, and a
+    /// fresh allocation of that size comes back from the allocator as new
+    /// pages, which the kernel zeroes on first touch (5 % of ResNet-18
+    /// inference went to `clear_page_erms`).
+    fn with_workspace<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
+}
+
+/// Largest workspace (elements) a thread keeps between calls.
+const WORKSPACE_KEEP: usize = 1 << 22;
+
+macro_rules! conv_elem {
+    ($t:ty) => {
+        impl ConvElem for $t {
+            fn with_workspace<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R {
+                thread_local!(static WS: std::cell::RefCell<Vec<$t>> = const { std::cell::RefCell::new(Vec::new()) });
+                WS.with(|ws| match ws.try_borrow_mut() {
+                    Ok(mut buf) if len <= WORKSPACE_KEEP => {
+                        if buf.len() < len {
+                            buf.resize(len, 0.0);
+                        }
+                        f(&mut buf[..len])
+                    }
+                    _ => f(&mut vec![0.0; len]),
+                })
+            }
+        }
+    };
+}
+conv_elem!(f32);
+conv_elem!(f64);
 
 /// [`with_f32_f64`](crate::with_f32_f64) for the convolution kernels.
 macro_rules! with_conv_dtype {
@@ -275,46 +307,50 @@ pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]
     let thin = thin(g);
     for_blocks(out, g.o * op, flops, &|first, block, par| {
         let count = block.len() / (g.o * op);
-        let mut col = if direct { Vec::new() } else { vec![T::zero(); rows * op * nbmax] };
-        let mut tmp = if nbmax > 1 || thin { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
-        let mut tmp_t = if thin { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
-        let mut j0 = 0;
-        while j0 < count {
-            let (nb, s0) = (nbmax.min(count - j0), first + j0);
-            let ld = nb * op;
-            for grp in 0..g.groups {
-                let wg = &w[grp * og * rows..(grp + 1) * og * rows];
-                let colm = columns(g, x, s0, nb, grp, direct, &mut col);
-                let bias_of = |o: usize| bias.map(|b| b[grp * og + o]);
-                if thin {
-                    // (positions × og) = colsᵀ · wᵀ, then back to og × positions.
-                    mm(par, ld, og, rows, &mut tmp_t[..ld * og], colm, true, wg, true, false);
-                    transpose_into(&tmp_t, ld, og, &mut tmp);
-                } else if nb == 1 {
-                    let out_g = &mut block[(j0 * g.o + grp * og) * op..(j0 * g.o + (grp + 1) * og) * op];
-                    for (o, orow) in out_g.chunks_mut(op).enumerate() {
-                        if let Some(b) = bias_of(o) {
-                            orow.fill(b);
+        let col_len = if direct { 0 } else { rows * op * nbmax };
+        let tmp_len = if nbmax > 1 || thin { og * op * nbmax } else { 0 };
+        let tmp_t_len = if thin { og * op * nbmax } else { 0 };
+        T::with_workspace(col_len + tmp_len + tmp_t_len, |ws| {
+            let (col, rest) = ws.split_at_mut(col_len);
+            let (tmp, tmp_t) = rest.split_at_mut(tmp_len);
+            let mut j0 = 0;
+            while j0 < count {
+                let (nb, s0) = (nbmax.min(count - j0), first + j0);
+                let ld = nb * op;
+                for grp in 0..g.groups {
+                    let wg = &w[grp * og * rows..(grp + 1) * og * rows];
+                    let colm = columns(g, x, s0, nb, grp, direct, col);
+                    let bias_of = |o: usize| bias.map(|b| b[grp * og + o]);
+                    if thin {
+                        // (positions × og) = colsᵀ · wᵀ, then back to og × positions.
+                        mm(par, ld, og, rows, &mut tmp_t[..ld * og], colm, true, wg, true, false);
+                        transpose_into(tmp_t, ld, og, tmp);
+                    } else if nb == 1 {
+                        let out_g = &mut block[(j0 * g.o + grp * og) * op..(j0 * g.o + (grp + 1) * og) * op];
+                        for (o, orow) in out_g.chunks_mut(op).enumerate() {
+                            if let Some(b) = bias_of(o) {
+                                orow.fill(b);
+                            }
+                        }
+                        mm(par, og, op, rows, out_g, wg, false, colm, false, bias.is_some());
+                        continue;
+                    } else {
+                        mm(par, og, ld, rows, &mut tmp[..og * ld], wg, false, colm, false, false);
+                    }
+                    for j in 0..nb {
+                        for o in 0..og {
+                            let dst = &mut block[((j0 + j) * g.o + grp * og + o) * op..][..op];
+                            let src = &tmp[o * ld + j * op..][..op];
+                            match bias_of(o) {
+                                Some(b) => dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s + b),
+                                None => dst.copy_from_slice(src),
+                            }
                         }
                     }
-                    mm(par, og, op, rows, out_g, wg, false, colm, false, bias.is_some());
-                    continue;
-                } else {
-                    mm(par, og, ld, rows, &mut tmp[..og * ld], wg, false, colm, false, false);
                 }
-                for j in 0..nb {
-                    for o in 0..og {
-                        let dst = &mut block[((j0 + j) * g.o + grp * og + o) * op..][..op];
-                        let src = &tmp[o * ld + j * op..][..op];
-                        match bias_of(o) {
-                            Some(b) => dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s + b),
-                            None => dst.copy_from_slice(src),
-                        }
-                    }
-                }
+                j0 += nb;
             }
-            j0 += nb;
-        }
+        });
     });
 }
 
@@ -329,29 +365,32 @@ pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [
     let flops = 2 * g.o * op * rows;
     for_blocks(dx, g.c * ip, flops, &|first, block, par| {
         let count = block.len() / (g.c * ip);
-        let mut col = if direct { Vec::new() } else { vec![T::zero(); rows * op * nbmax] };
-        let mut dyb = if nbmax > 1 { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
-        let mut j0 = 0;
-        while j0 < count {
-            let (nb, s0) = (nbmax.min(count - j0), first + j0);
-            let ld = nb * op;
-            for grp in 0..g.groups {
-                let wg = &w[grp * og * rows..(grp + 1) * og * rows];
-                let dyg = grad_columns(g, dy, s0, nb, grp, &mut dyb);
-                let at = |j: usize| ((j0 + j) * g.c + grp * cg) * ip;
-                if direct {
-                    mm(par, rows, op, og, &mut block[at(0)..at(0) + cg * ip], wg, true, dyg, false, false);
-                    continue;
+        let col_len = if direct { 0 } else { rows * op * nbmax };
+        let dyb_len = if nbmax > 1 { og * op * nbmax } else { 0 };
+        T::with_workspace(col_len + dyb_len, |ws| {
+            let (col, dyb) = ws.split_at_mut(col_len);
+            let mut j0 = 0;
+            while j0 < count {
+                let (nb, s0) = (nbmax.min(count - j0), first + j0);
+                let ld = nb * op;
+                for grp in 0..g.groups {
+                    let wg = &w[grp * og * rows..(grp + 1) * og * rows];
+                    let dyg = grad_columns(g, dy, s0, nb, grp, dyb);
+                    let at = |j: usize| ((j0 + j) * g.c + grp * cg) * ip;
+                    if direct {
+                        mm(par, rows, op, og, &mut block[at(0)..at(0) + cg * ip], wg, true, dyg, false, false);
+                        continue;
+                    }
+                    mm(par, rows, ld, og, &mut col[..rows * ld], wg, true, dyg, false, false);
+                    for j in 0..nb {
+                        let d = &mut block[at(j)..at(j) + cg * ip];
+                        d.fill(T::zero());
+                        col2im(g, &col[j * op..], d, ld);
+                    }
                 }
-                mm(par, rows, ld, og, &mut col[..rows * ld], wg, true, dyg, false, false);
-                for j in 0..nb {
-                    let d = &mut block[at(j)..at(j) + cg * ip];
-                    d.fill(T::zero());
-                    col2im(g, &col[j * op..], d, ld);
-                }
+                j0 += nb;
             }
-            j0 += nb;
-        }
+        });
     });
 }
 
@@ -369,30 +408,33 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
     let thin = thin(g);
     // Each group's sum is og × rows, or rows × og when `thin` (transposed at the end).
     let partial = |b: usize, acc: &mut [T], par: bool| {
-        let mut col = if direct { Vec::new() } else { vec![T::zero(); rows * op * nbmax] };
-        let mut dyb = if nbmax > 1 { vec![T::zero(); og * op * nbmax] } else { Vec::new() };
-        let mut first = true;
-        let (lo, hi) = (b * per_block, ((b + 1) * per_block).min(g.n));
-        let mut s0 = lo;
-        while s0 < hi {
-            let nb = nbmax.min(hi - s0);
-            let ld = nb * op;
-            for grp in 0..g.groups {
-                let colm = columns(g, x, s0, nb, grp, direct, &mut col);
-                let dyg = grad_columns(g, dy, s0, nb, grp, &mut dyb);
-                let accg = &mut acc[grp * og * rows..(grp + 1) * og * rows];
-                if thin {
-                    mm(par, rows, og, ld, accg, colm, false, dyg, true, !first);
-                } else {
-                    mm(par, og, rows, ld, accg, dyg, false, colm, true, !first);
+        let col_len = if direct { 0 } else { rows * op * nbmax };
+        let dyb_len = if nbmax > 1 { og * op * nbmax } else { 0 };
+        T::with_workspace(col_len + dyb_len, |ws| {
+            let (col, dyb) = ws.split_at_mut(col_len);
+            let mut first = true;
+            let (lo, hi) = (b * per_block, ((b + 1) * per_block).min(g.n));
+            let mut s0 = lo;
+            while s0 < hi {
+                let nb = nbmax.min(hi - s0);
+                let ld = nb * op;
+                for grp in 0..g.groups {
+                    let colm = columns(g, x, s0, nb, grp, direct, col);
+                    let dyg = grad_columns(g, dy, s0, nb, grp, dyb);
+                    let accg = &mut acc[grp * og * rows..(grp + 1) * og * rows];
+                    if thin {
+                        mm(par, rows, og, ld, accg, colm, false, dyg, true, !first);
+                    } else {
+                        mm(par, og, rows, ld, accg, dyg, false, colm, true, !first);
+                    }
                 }
+                first = false;
+                s0 += nb;
             }
-            first = false;
-            s0 += nb;
-        }
-        if first {
-            acc.fill(T::zero());
-        }
+            if first {
+                acc.fill(T::zero());
+            }
+        });
     };
     let untranspose = |acc: &[T], dw: &mut [T]| {
         for (a, d) in acc.chunks_exact(og * rows).zip(dw.chunks_exact_mut(og * rows)) {

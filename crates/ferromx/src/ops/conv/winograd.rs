@@ -206,28 +206,41 @@ fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, out: &mut [T
         let count = block.len() / (g.o * g.op());
         let total = count * tiles.th;
         let nr = rows_per_chunk.min(total);
-        let mut v = vec![T::zero(); 16 * g.c * nr * tiles.tw];
-        let mut m = vec![T::zero(); 16 * g.o * nr * tiles.tw];
-        let mut scratch = vec![T::zero(); SCRATCH_ROWS * (tiles.tw + 1)];
-        let xb = &x[first * g.c * g.ip()..];
-        let mut r0 = 0;
-        while r0 < total {
-            let rows = nr.min(total - r0);
-            let ld = rows * tiles.tw;
-            dispatch(
-                #[inline(always)]
-                || transform_input(g, tiles, xb, r0, rows, &mut v, &mut scratch),
-            );
-            for xi in 0..16 {
-                let (mo, vo) = (xi * g.o * ld, xi * g.c * ld);
-                mm(par, g.o, ld, g.c, &mut m[mo..mo + g.o * ld], &u[xi * g.o * g.c..], false, &v[vo..], false, false);
+        let (vl, ml) = (16 * g.c * nr * tiles.tw, 16 * g.o * nr * tiles.tw);
+        T::with_workspace(vl + ml + SCRATCH_ROWS * (tiles.tw + 1), |ws| {
+            let (v, rest) = ws.split_at_mut(vl);
+            let (m, scratch) = rest.split_at_mut(ml);
+            let xb = &x[first * g.c * g.ip()..];
+            let mut r0 = 0;
+            while r0 < total {
+                let rows = nr.min(total - r0);
+                let ld = rows * tiles.tw;
+                dispatch(
+                    #[inline(always)]
+                    || transform_input(g, tiles, xb, r0, rows, v, scratch),
+                );
+                for xi in 0..16 {
+                    let (mo, vo) = (xi * g.o * ld, xi * g.c * ld);
+                    mm(
+                        par,
+                        g.o,
+                        ld,
+                        g.c,
+                        &mut m[mo..mo + g.o * ld],
+                        &u[xi * g.o * g.c..],
+                        false,
+                        &v[vo..],
+                        false,
+                        false,
+                    );
+                }
+                dispatch(
+                    #[inline(always)]
+                    || transform_output(g, tiles, m, r0, rows, bias, block, scratch),
+                );
+                r0 += rows;
             }
-            dispatch(
-                #[inline(always)]
-                || transform_output(g, tiles, &m, r0, rows, bias, block, &mut scratch),
-            );
-            r0 += rows;
-        }
+        });
     });
 }
 
@@ -465,27 +478,29 @@ fn weight_sums<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], par: bool, acc: &mut [T
     if nr > 1 && (nr * tiles.tw) % 512 == 0 {
         nr -= 1;
     }
-    let mut v = vec![T::zero(); 16 * g.c * nr * tiles.tw];
-    let mut d = vec![T::zero(); 16 * g.o * nr * tiles.tw];
-    let mut scratch = vec![T::zero(); SCRATCH_ROWS * (tiles.tw + 1)];
-    let mut r0 = 0;
-    while r0 < total {
-        let rows = nr.min(total - r0);
-        let ld = rows * tiles.tw;
-        dispatch(
-            #[inline(always)]
-            || transform_input(g, tiles, x, r0, rows, &mut v, &mut scratch),
-        );
-        dispatch(
-            #[inline(always)]
-            || transform_grad(g, tiles, dy, r0, rows, &mut d, &mut scratch),
-        );
-        for xi in 0..16 {
-            let (mo, dof, vo) = (xi * g.o * g.c, xi * g.o * ld, xi * g.c * ld);
-            mm(par, g.o, g.c, ld, &mut acc[mo..mo + g.o * g.c], &d[dof..], false, &v[vo..], true, r0 > 0);
+    let (vl, dl) = (16 * g.c * nr * tiles.tw, 16 * g.o * nr * tiles.tw);
+    T::with_workspace(vl + dl + SCRATCH_ROWS * (tiles.tw + 1), |ws| {
+        let (v, rest) = ws.split_at_mut(vl);
+        let (d, scratch) = rest.split_at_mut(dl);
+        let mut r0 = 0;
+        while r0 < total {
+            let rows = nr.min(total - r0);
+            let ld = rows * tiles.tw;
+            dispatch(
+                #[inline(always)]
+                || transform_input(g, tiles, x, r0, rows, v, scratch),
+            );
+            dispatch(
+                #[inline(always)]
+                || transform_grad(g, tiles, dy, r0, rows, d, scratch),
+            );
+            for xi in 0..16 {
+                let (mo, dof, vo) = (xi * g.o * g.c, xi * g.o * ld, xi * g.c * ld);
+                mm(par, g.o, g.c, ld, &mut acc[mo..mo + g.o * g.c], &d[dof..], false, &v[vo..], true, r0 > 0);
+            }
+            r0 += rows;
         }
-        r0 += rows;
-    }
+    });
 }
 
 /// `D[ξ][o][t]` = `(A dy Aᵀ)[ξ]` for the 2×2 output-gradient tiles of tile rows
