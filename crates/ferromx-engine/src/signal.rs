@@ -48,7 +48,7 @@ impl Signal {
             }
             i += 1;
             // Spinning on the CPU that runs the op we wait for only delays it.
-            if i % 64 == 0 || crate::cpu::busy_on(me) {
+            if i.is_multiple_of(64) || crate::cpu::busy_on(me) {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();

@@ -124,7 +124,7 @@ fn worker_loop(shared: Weak<Shared>, st: Arc<PoolState>, spin: Duration, name: S
                     break;
                 }
                 i += 1;
-                if i % 16 == 0 || crate::cpu::waiter_on(me) {
+                if i.is_multiple_of(16) || crate::cpu::waiter_on(me) {
                     std::thread::yield_now();
                 } else {
                     std::hint::spin_loop();

@@ -142,7 +142,7 @@ impl NDArray {
         owner: Box<dyn std::any::Any + Send + Sync>,
     ) -> Result<Self> {
         let shape = shape.into();
-        if (ptr.as_ptr() as usize) % dtype.size() != 0 {
+        if !(ptr.as_ptr() as usize).is_multiple_of(dtype.size()) {
             return Err(Error::value("from_dlpack", format!("data pointer is not aligned for {dtype}")));
         }
         let bytes = shape.size() * dtype.size();

@@ -177,7 +177,7 @@ struct GemmCall<T> {
 /// `(256 × 512) · (512 × 512)ᵀ` ran at 150 GFLOP/s against 200 for the untransposed
 /// product. A tiled transpose of the piece costs a few percent of the product.
 fn badly_strided<T>(k: usize) -> bool {
-    repack_enabled() && k >= 64 && (k * std::mem::size_of::<T>()) % 2048 == 0
+    repack_enabled() && k >= 64 && (k * std::mem::size_of::<T>()).is_multiple_of(2048)
 }
 
 /// `FERROMX_GEMM_REPACK=0` turns the repacking off (for measuring it).

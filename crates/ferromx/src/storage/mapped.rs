@@ -57,7 +57,7 @@ impl MappedFile {
         })?;
         let src = &self.map[offset..end];
         let addr = src.as_ptr() as usize;
-        if len == 0 || addr % dtype.size() != 0 || ctx.kind != ferromx_engine::DeviceKind::Cpu {
+        if len == 0 || !addr.is_multiple_of(dtype.size()) || ctx.kind != ferromx_engine::DeviceKind::Cpu {
             return NDArray::from_bytes(src, shape, dtype, ctx);
         }
         let ptr = NonNull::new(addr as *mut u8).ok_or_else(|| Error::value(op, "null mapping"))?;

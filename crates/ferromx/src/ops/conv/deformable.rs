@@ -288,7 +288,7 @@ fn infer_columns(def: &'static OpDef, a: &Attrs, ins: &[Meta]) -> Result<Vec<Met
 /// Filters: (num_filter, groups, weight shape, bias given).
 fn filters(i: &Invocation<'_>, c: usize, w: &Shape, b: Option<&Shape>, g: &Geom) -> Result<(usize, usize)> {
     let (f, groups) = (i.i64("num_filter")?, i.i64("num_group")?);
-    if f < 1 || groups < 1 || c % groups as usize != 0 || f % groups != 0 {
+    if f < 1 || groups < 1 || !c.is_multiple_of(groups as usize) || f % groups != 0 {
         return Err(Error::value(
             i.name(),
             format!("num_filter ({f}) and the {c} channels must be divisible by num_group ({groups})"),

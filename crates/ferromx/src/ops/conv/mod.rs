@@ -253,7 +253,7 @@ pub fn conv_shapes(
     let (cin, g) = (x[1], p.groups);
     let f = p.num_filter;
     let (wrows, wcols) = if deconv { (cin, f / g) } else { (f, cin / g) };
-    if cin % g != 0 || f % g != 0 {
+    if cin % g != 0 || !f.is_multiple_of(g) {
         return Err(Error::value(
             name,
             format!(

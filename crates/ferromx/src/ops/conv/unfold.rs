@@ -78,7 +78,7 @@ fn window(def: &'static OpDef, a: &Attrs, dims: &[usize], from_cols: bool) -> Re
     let ksize: usize = kernel.iter().product();
     let (n, c, spatial) = if from_cols {
         let out = tuple(&i, "output_size", &kernel, 0, 1)?;
-        if dims.len() != 3 || dims[1] % ksize != 0 {
+        if dims.len() != 3 || !dims[1].is_multiple_of(ksize) {
             return Err(Error::shape(
                 name,
                 &[&Shape::from(dims.to_vec())],

@@ -475,7 +475,7 @@ fn weight_sums<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], par: bool, acc: &mut [T
     let mut nr = chunk_rows(tiles, 16 * (g.c + g.o) * sz, bytes).min(total);
     // A chunk of 512 tiles is a row stride of 2 KiB, which the gemm repacks (see
     // `storage::gemm`); one tile row fewer avoids it.
-    if nr > 1 && (nr * tiles.tw) % 512 == 0 {
+    if nr > 1 && (nr * tiles.tw).is_multiple_of(512) {
         nr -= 1;
     }
     let (vl, dl) = (16 * g.c * nr * tiles.tw, 16 * g.o * nr * tiles.tw);

@@ -71,7 +71,7 @@ pub fn group_norm(x: &NDArray, gamma: &NDArray, beta: &NDArray, groups: usize, e
     let name = "GroupNorm";
     check_float(name, x)?;
     let nd = x.ndim();
-    if nd < 2 || groups == 0 || x.dims()[1] % groups != 0 {
+    if nd < 2 || groups == 0 || !x.dims()[1].is_multiple_of(groups) {
         return Err(Error::shape(
             name,
             &[x.shape()],
@@ -95,7 +95,7 @@ pub fn lrn(x: &NDArray, alpha: f64, beta: f64, knorm: f64, nsize: usize) -> Resu
     if x.ndim() < 2 {
         return Err(Error::shape(name, &[x.shape()], "data must have a channel axis (axis 1)"));
     }
-    if nsize == 0 || nsize % 2 == 0 {
+    if nsize == 0 || nsize.is_multiple_of(2) {
         return Err(Error::value(name, format!("nsize must be a positive odd number, got {nsize}")));
     }
     let (n, c) = (x.dims()[0], x.dims()[1]);

@@ -148,7 +148,7 @@ impl Geom {
                 && td[0] == rd[0]
                 && td[1] % 2 == 0
                 && classes > 0
-                && self.od % classes == 0
+                && self.od.is_multiple_of(classes)
                 && td[2] == self.part
                 && td[3] == self.part;
             if !ok {
