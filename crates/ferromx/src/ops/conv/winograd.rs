@@ -294,6 +294,16 @@ fn split_row<T: ConvElem>(row: Option<&[T]>, off: isize, e: &mut [T], od: &mut [
     }
 }
 
+/// The rows of `len` elements at `buf`, `buf[stride..]`, `buf[2 · stride..]`
+/// and `buf[3 · stride..]` (`len <= stride`).
+#[inline(always)]
+fn four_rows<T>(buf: &mut [T], stride: usize, len: usize) -> (&mut [T], &mut [T], &mut [T], &mut [T]) {
+    let (r0, rest) = buf.split_at_mut(stride);
+    let (r1, rest) = rest.split_at_mut(stride);
+    let (r2, r3) = rest.split_at_mut(stride);
+    (&mut r0[..len], &mut r1[..len], &mut r2[..len], &mut r3[..len])
+}
+
 /// `V[ξ][c][t]` = `(Bᵀ d B)[ξ]` for the tiles of tile rows `r0..r0 + rows`
 /// of the block (`x` starts at the block's first sample), `V[ξ]` at stride
 /// `rows · tw`. Per channel and tile row the four (zero-padded) input rows
@@ -330,9 +340,7 @@ fn transform_input<T: ConvElem>(
             // Bᵀ d: rows d0 - d2, d1 + d2, d2 - d1, d1 - d3, on even and odd columns alike.
             for (d, b) in [(&*de, &mut *be), (&*dodd, &mut *bo)] {
                 let (d0, d1, d2, d3) = (&d[..w1], &d[w1..2 * w1], &d[2 * w1..3 * w1], &d[3 * w1..4 * w1]);
-                let (b0, rest) = b.split_at_mut(w1);
-                let (b1, rest) = rest.split_at_mut(w1);
-                let (b2, b3) = rest.split_at_mut(w1);
+                let (b0, b1, b2, b3) = four_rows(b, w1, w1);
                 for j in 0..w1 {
                     b0[j] = d0[j] - d2[j];
                     b1[j] = d1[j] + d2[j];
@@ -346,10 +354,7 @@ fn transform_input<T: ConvElem>(
             for i in 0..4 {
                 let (e, o) = (&be[i * w1..][..w1], &bo[i * w1..][..w1]);
                 let base = i * 4 * plane + col;
-                let (v0, rest) = v[base..].split_at_mut(plane);
-                let (v1, rest) = rest.split_at_mut(plane);
-                let (v2, v3) = rest.split_at_mut(plane);
-                let (v0, v1, v2, v3) = (&mut v0[..tw], &mut v1[..tw], &mut v2[..tw], &mut v3[..tw]);
+                let (v0, v1, v2, v3) = four_rows(&mut v[base..], plane, tw);
                 let (e0, e1, o0, o1) = (&e[..tw], &e[1..=tw], &o[..tw], &o[1..=tw]);
                 for tx in 0..tw {
                     v0[tx] = e0[tx] - e1[tx];
@@ -534,9 +539,7 @@ fn transform_grad<T: ConvElem>(
             // A dy: rows r0, r0 + r1, r0 - r1, -r1 (even and odd columns alike).
             for (sv, u) in [(&*se, &mut *ue), (&*so, &mut *uo)] {
                 let (a, b) = (&sv[..tw], &sv[tw..2 * tw]);
-                let (u0, rest) = u.split_at_mut(tw);
-                let (u1, rest) = rest.split_at_mut(tw);
-                let (u2, u3) = rest.split_at_mut(tw);
+                let (u0, u1, u2, u3) = four_rows(u, tw, tw);
                 for j in 0..tw {
                     u0[j] = a[j];
                     u1[j] = a[j] + b[j];
@@ -549,10 +552,7 @@ fn transform_grad<T: ConvElem>(
             for i in 0..4 {
                 let (e, od) = (&ue[i * tw..][..tw], &uo[i * tw..][..tw]);
                 let base = i * 4 * plane + col;
-                let (d0, rest) = d[base..].split_at_mut(plane);
-                let (d1, rest) = rest.split_at_mut(plane);
-                let (d2, d3) = rest.split_at_mut(plane);
-                let (d0, d1, d2, d3) = (&mut d0[..tw], &mut d1[..tw], &mut d2[..tw], &mut d3[..tw]);
+                let (d0, d1, d2, d3) = four_rows(&mut d[base..], plane, tw);
                 for tx in 0..tw {
                     d0[tx] = e[tx];
                     d1[tx] = e[tx] + od[tx];
