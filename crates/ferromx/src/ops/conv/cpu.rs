@@ -105,6 +105,20 @@ pub(crate) fn for_blocks<T: Send>(
     });
 }
 
+/// Runs `partial(b)` for blocks `0..blocks`, one per core ([`fanout`]), and returns
+/// the elementwise sum of the buffers they return (the weight gradients' per-core sums).
+pub(crate) fn sum_of_blocks<T: ConvElem>(blocks: usize, partial: &(dyn Fn(usize) -> Vec<T> + Sync)) -> Vec<T> {
+    let threads = rayon::current_num_threads().max(1);
+    let parts: Vec<Mutex<Vec<T>>> = (0..blocks).map(|_| Mutex::new(Vec::new())).collect();
+    fanout(blocks, threads - 1, &|b| *parts[b].lock() = partial(b));
+    let mut parts = parts.into_iter().map(Mutex::into_inner);
+    let mut sum = parts.next().unwrap_or_default();
+    for p in parts {
+        sum.iter_mut().zip(&p).for_each(|(a, &v)| *a += v);
+    }
+    sum
+}
+
 /// A gemm sees at least this many columns: samples with small output planes
 /// are batched side by side in one column matrix.
 const MIN_COLS: usize = 512;
@@ -188,7 +202,7 @@ fn grad_columns<'a, T: ConvElem>(g: &Geom, dy: &'a [T], s0: usize, nb: usize, gr
 
 /// The range of output columns `lo..hi` whose input column `xo + off` lies in
 /// `0..iw` for a stride-1 row, and the input column of `lo`.
-pub(crate) fn span(off: isize, ow: usize, iw: usize) -> (usize, usize, usize) {
+fn span(off: isize, ow: usize, iw: usize) -> (usize, usize, usize) {
     let lo = (-off).clamp(0, ow as isize) as usize;
     let hi = (iw as isize - off).clamp(lo as isize, ow as isize) as usize;
     (lo, hi, (lo as isize + off).max(0) as usize)
@@ -451,18 +465,12 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
         }
         return;
     }
-    let parts: Vec<Mutex<Vec<T>>> = (0..blocks).map(|_| Mutex::new(Vec::new())).collect();
-    fanout(blocks, threads - 1, &|b| {
-        let mut acc = vec![T::zero(); dw.len()];
+    let len = dw.len();
+    let sum = sum_of_blocks(blocks, &|b| {
+        let mut acc = vec![T::zero(); len];
         dispatch(|| partial(b, &mut acc, false));
-        *parts[b].lock() = acc;
+        acc
     });
-    let mut sum = vec![T::zero(); dw.len()];
-    for p in &parts {
-        for (d, &v) in sum.iter_mut().zip(p.lock().iter()) {
-            *d += v;
-        }
-    }
     if thin {
         untranspose(&sum, dw);
     } else {

@@ -26,10 +26,9 @@
 //! reads the stride-2 tile columns from even/odd de-interleaved rows, so
 //! every inner loop is a contiguous, bounds-check-free loop over tiles.
 
-use super::cpu::{for_blocks, mm, ConvElem};
+use super::cpu::{for_blocks, mm, sum_of_blocks, ConvElem};
 use super::Geom;
-use crate::storage::{dispatch, fanout};
-use parking_lot::Mutex;
+use crate::storage::dispatch;
 
 /// Whether `g` runs through Winograd: a 2-d (or depth-1) 3×3 convolution
 /// with stride and dilation 1, one group, and at least [`MIN_CH`] input and
@@ -454,19 +453,7 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
         }
         acc
     };
-    let mut acc = if blocks == 1 {
-        partial(0, threads > 1)
-    } else {
-        let parts: Vec<Mutex<Vec<T>>> = (0..blocks).map(|_| Mutex::new(Vec::new())).collect();
-        fanout(blocks, threads - 1, &|b| *parts[b].lock() = partial(b, false));
-        let mut parts = parts.into_iter().map(Mutex::into_inner);
-        let mut acc = parts.next().unwrap_or_default();
-        for p in parts {
-            acc.iter_mut().zip(&p).for_each(|(a, &v)| *a += v);
-        }
-        acc
-    };
-    acc.resize(acc_len, T::zero());
+    let acc = if blocks == 1 { partial(0, threads > 1) } else { sum_of_blocks(blocks, &|b| partial(b, false)) };
     filter_grad(&acc, g.o, g.c, dw);
 }
 
@@ -477,12 +464,7 @@ fn weight_sums<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], par: bool, acc: &mut [T
     let total = dy.len() / (g.o * g.op()) * tiles.th;
     let sz = std::mem::size_of::<T>();
     let bytes = if par { WGRAD_SHARED_CHUNK_BYTES } else { 4 * chunk_bytes() };
-    let mut nr = chunk_rows(tiles, 16 * (g.c + g.o) * sz, bytes).min(total);
-    // A chunk of 512 tiles is a row stride of 2 KiB, which the gemm repacks (see
-    // `storage::gemm`); one tile row fewer avoids it.
-    if nr > 1 && (nr * tiles.tw).is_multiple_of(512) {
-        nr -= 1;
-    }
+    let nr = chunk_rows(tiles, 16 * (g.c + g.o) * sz, bytes).min(total);
     let (vl, dl) = (16 * g.c * nr * tiles.tw, 16 * g.o * nr * tiles.tw);
     T::with_workspace(vl + dl + SCRATCH_ROWS * (tiles.tw + 1), |ws| {
         let (v, rest) = ws.split_at_mut(vl);
