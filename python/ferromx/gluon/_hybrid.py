@@ -12,10 +12,12 @@ The native calls are recorded by autograd as usual, so gradients flow to the par
 
 import warnings
 
+from .. import _native
 from .. import symbol as _sym
 from ..base import NotImplementedForSymbol
 from ..context import Context
 from ..ndarray import NDArray
+from ..symbol import _fuse
 from ..symbol.executor import Plan
 from ..symbol.symbol import NpSymbolUnsupported, Symbol, tracing
 from .parameter import DATA_GENERATION
@@ -84,8 +86,8 @@ class CachedGraph:
     other input variable is a parameter of ``params`` (by name).
     """
 
-    __slots__ = ("_cache", "data_names", "graph", "out_fmt", "out_np", "params", "plan",
-                 "slots")
+    __slots__ = ("_cache", "_infer_plan", "data_names", "graph", "inputs", "out_fmt", "out_np",
+                 "params", "plan", "slots")
 
     def __init__(self, graph, data_names, params, out_fmt, out_np=None):
         self.graph = graph
@@ -101,7 +103,11 @@ class CachedGraph:
             raise RuntimeError(f"The graph has inputs {missing} that are neither block inputs "
                                f"{self.data_names} nor parameters")
         self.params = params
+        self.inputs = inputs
         self.plan = Plan(graph, inputs)
+        # the inference plan (symbol/_fuse.py): built at the first predict-mode call
+        # outside recording; False when the graph has nothing to fuse
+        self._infer_plan = None if _fuse.enabled() and _fuse.has_candidates(graph) else False
         self.slots = [("d", self.data_names.index(n)) if n in self.data_names else
                       ("c", consts[n]) if n in consts else ("p", params[n]) for n in inputs]
         # (ctx, DATA_GENERATION, slot values with the parameters' arrays, data positions)
@@ -142,8 +148,9 @@ class CachedGraph:
                 and len(cache[3]) == 1):
             vals = cache[2].copy()
             vals[cache[3][0][0]] = x
-            native = self.plan.native
-            outs = native.run(vals) if native is not None else self.plan.run_python(vals)
+            plan = self.plan if self._infer_plan is False else self._plan_for(vals)
+            native = plan.native
+            outs = native.run(vals) if native is not None else plan.run_python(vals)
             if self.out_np is not None:
                 outs = _kind(outs, self.out_np)
             return outs[0] if self.out_fmt == 0 else regroup(outs, self.out_fmt)[0]
@@ -152,12 +159,35 @@ class CachedGraph:
     def run(self, args, ctx):
         """Outputs for NDArray ``args``, regrouped as ``hybrid_forward`` returned them
         (``ctx``: the arguments' native context, which parameters' copies must match)."""
-        outs = self.plan.run(self._values(args, ctx))
+        vals = self._values(args, ctx)
+        plan = self.plan if self._infer_plan is False else self._plan_for(vals)
+        outs = plan.run(vals)
         if self.out_np is not None:
             outs = _kind(outs, self.out_np)
         if self.out_fmt == 0:
             return outs[0]
         return regroup(outs, self.out_fmt)[0]
+
+
+    def _plan_for(self, vals):
+        """The plan for this call: the fused inference plan in predict mode outside
+        ``autograd.record()`` (it has no gradient, and BatchNorm's training mode
+        differs), else the graph's own."""
+        if _native.is_recording() or _native.is_training():
+            return self.plan
+        plan = self._infer_plan
+        if plan is None:
+            shapes = {n: v.shape for n, v in zip(self.inputs, vals) if isinstance(v, NDArray)}
+            try:
+                fused = _fuse.fuse_for_inference(self.graph, shapes)
+                plan = Plan(fused, self.inputs) if fused is not None else False
+            except Exception as err:  # noqa: BLE001 - the unfused plan still runs
+                warnings.warn(f"conv fusion skipped: {type(err).__name__}: {err}", stacklevel=4)
+                plan = False
+            self._infer_plan = plan
+            if plan is False:
+                return self.plan
+        return plan
 
 
 def _kind(outs, np_out):

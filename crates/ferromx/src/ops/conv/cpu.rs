@@ -4,6 +4,7 @@
 //! starts at once), each block running single-threaded gemms on its own
 //! column buffer; with fewer samples than cores the gemm itself goes parallel.
 
+use super::epilogue::Epilogue;
 use super::{winograd, Geom};
 use crate::engine::OpFailure;
 use crate::opdef::OpCall;
@@ -311,8 +312,20 @@ pub(super) fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T], ld: usize) 
 /// `out = conv(x, w) [+ bias]` for all samples. Samples whose output planes
 /// are small share one column matrix and one gemm ([`batch`]).
 pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T]) {
+    forward_with(g, x, w, bias, &Epilogue::NONE, out)
+}
+
+/// [`forward`], then `epi` on each output row while the block is in cache.
+pub(crate) fn forward_with<T: ConvElem>(
+    g: &Geom,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+    epi: &Epilogue<'_, T>,
+    out: &mut [T],
+) {
     if winograd::applies(g) {
-        return winograd::forward(g, x, w, bias, out);
+        return winograd::forward(g, x, w, bias, epi, out);
     }
     let (og, rows, op) = (g.og(), g.rows(), g.op());
     let nbmax = batch(g);
@@ -321,6 +334,7 @@ pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]
     let thin = thin(g);
     for_blocks(out, g.o * op, flops, &|first, block, par| {
         let count = block.len() / (g.o * op);
+        let epi = epi.offset(first * g.o * op);
         let col_len = if direct { 0 } else { rows * op * nbmax };
         let tmp_len = if nbmax > 1 || thin { og * op * nbmax } else { 0 };
         let tmp_t_len = if thin { og * op * nbmax } else { 0 };
@@ -347,20 +361,38 @@ pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]
                             }
                         }
                         mm(par, og, op, rows, out_g, wg, false, colm, false, bias.is_some());
+                        if !epi.is_none() {
+                            let at = (j0 * g.o + grp * og) * op;
+                            dispatch(
+                                #[inline(always)]
+                                || {
+                                    for (o, orow) in out_g.chunks_mut(op).enumerate() {
+                                        epi.apply(grp * og + o, at + o * op, orow);
+                                    }
+                                },
+                            );
+                        }
                         continue;
                     } else {
                         mm(par, og, ld, rows, &mut tmp[..og * ld], wg, false, colm, false, false);
                     }
-                    for j in 0..nb {
-                        for o in 0..og {
-                            let dst = &mut block[((j0 + j) * g.o + grp * og + o) * op..][..op];
-                            let src = &tmp[o * ld + j * op..][..op];
-                            match bias_of(o) {
-                                Some(b) => dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s + b),
-                                None => dst.copy_from_slice(src),
+                    dispatch(
+                        #[inline(always)]
+                        || {
+                            for j in 0..nb {
+                                for o in 0..og {
+                                    let at = ((j0 + j) * g.o + grp * og + o) * op;
+                                    let dst = &mut block[at..][..op];
+                                    let src = &tmp[o * ld + j * op..][..op];
+                                    match bias_of(o) {
+                                        Some(b) => dst.iter_mut().zip(src).for_each(|(d, &s)| *d = s + b),
+                                        None => dst.copy_from_slice(src),
+                                    }
+                                    epi.apply(grp * og + o, at, dst);
+                                }
                             }
-                        }
-                    }
+                        },
+                    );
                 }
                 j0 += nb;
             }

@@ -10,6 +10,8 @@
 
 pub(crate) mod cpu;
 mod deformable;
+mod epilogue;
+mod fused;
 mod layout;
 #[cfg(test)]
 mod tests;
@@ -599,6 +601,14 @@ const DECONV_PARAMS: &[ParamDef] = conv_params!(
     param("target_shape", K::Shape, Some("()"), "Output spatial shape (overrides pad and adj)."),
     ; "512", "True");
 
+const FUSED_PARAMS: &[ParamDef] = conv_params!(
+    param("with_bn", K::Bool, Some("False"), "Apply BatchNorm in inference (moving statistics) to the convolution."),
+    param("eps", K::Float, Some("0.001"), "BatchNorm's `eps`."),
+    param("fix_gamma", K::Bool, Some("True"), "BatchNorm's `fix_gamma` (gamma taken as 1)."),
+    param("with_sum", K::Bool, Some("False"), "Add the input `sum` (the output's shape) after BatchNorm."),
+    param("with_relu", K::Bool, Some("False"), "Apply ReLU last."),
+    ; "1024", "False");
+
 /// The convolution operators.
 pub static DEFS: &[OpDef] = &[
     OpDef {
@@ -664,4 +674,25 @@ pub static DEFS: &[OpDef] = &[
     deformable::MODULATED,
     deformable::COLUMNS,
     deformable::COLUMNS_BACKWARD,
+    OpDef {
+        name: "_fused_convolution",
+        inputs: &["data", "weight", "bias", "gamma", "beta", "moving_mean", "moving_var", "sum"],
+        params: FUSED_PARAMS,
+        doc: "A channel-first `Convolution` followed in one pass by BatchNorm in inference \
+              (`with_bn`), `+ sum` (`with_sum`) and ReLU (`with_relu`), in that order; bias, \
+              BatchNorm parameters and `sum` are inputs only when used. A hybridized block's \
+              inference plan uses it in place of those chains; inference only.",
+        infer: Some(infer),
+        forward: fused::forward,
+        grad: Grad::None("an inference-only fusion: training runs the unfused operators"),
+        cpu: KernelSlot::Call(fused::fused_fwd),
+        example: Some(Example {
+            shapes: &[&[2, 2, 4, 4], &[3, 2, 3, 3], &[3], &[3], &[3], &[3], &[3], &[2, 3, 4, 4]],
+            attrs: "kernel=(3, 3), num_filter=3, pad=(1, 1), with_bn=True, fix_gamma=False, with_sum=True, \
+                    with_relu=True",
+            range: (0.1, 0.9),
+        }),
+        graph: GraphForm { inputs: Some(fused::input_names), ..GraphForm::PLAIN },
+        ..OpDef::BASE
+    },
 ];

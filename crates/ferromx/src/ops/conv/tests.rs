@@ -280,3 +280,113 @@ fn winograd_f32_error_is_near_the_direct_sums() {
     let err = dw.iter().zip(&dw64).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
     assert!(err < 2e-6, "winograd f32 weight-gradient relative error {err}");
 }
+
+mod fused {
+    //! `_fused_convolution` against the unfused operators it replaces, bitwise.
+
+    use crate::opdef::{find, invoke_def, Attr, Attrs};
+    use crate::{Context, NDArray};
+
+    fn arr(n: &[usize], seed: u64, lo: f32) -> NDArray {
+        let v: Vec<f32> = super::rand(n.iter().product(), seed).iter().map(|&x| x as f32 + lo).collect();
+        NDArray::from_vec(v, n, Context::default()).unwrap()
+    }
+
+    fn call(name: &str, ins: &[&NDArray], kv: &[(&str, Attr)]) -> crate::Result<NDArray> {
+        let attrs = Attrs(kv.iter().map(|(k, v)| (k.to_string(), v.clone())).collect());
+        let opt: Vec<Option<NDArray>> = ins.iter().map(|x| Some((*x).clone())).collect();
+        Ok(invoke_def(find(name).unwrap(), &opt, &attrs)?.remove(0))
+    }
+
+    fn ints(v: &[i64]) -> Attr {
+        Attr::Ints(v.to_vec())
+    }
+
+    /// Runs one geometry with every combination of the steps.
+    fn check(x: &[usize], o: usize, k: i64, stride: i64, pad: i64, groups: i64) {
+        let nk = x.len() - 2;
+        let w = arr(&[&[o, x[1] / groups as usize][..], &vec![k as usize; nk]].concat(), 2, 0.0);
+        let xa = arr(x, 1, 0.0);
+        let b = arr(&[o], 3, 0.0);
+        let (gamma, beta, mean, var) = (arr(&[o], 4, 1.0), arr(&[o], 5, 0.0), arr(&[o], 6, 0.0), arr(&[o], 7, 0.6));
+        let conv_attrs = |no_bias: bool| {
+            vec![
+                ("kernel", ints(&vec![k; nk])),
+                ("stride", ints(&vec![stride; nk])),
+                ("pad", ints(&vec![pad; nk])),
+                ("num_filter", Attr::Int(o as i64)),
+                ("num_group", Attr::Int(groups)),
+                ("no_bias", Attr::Bool(no_bias)),
+            ]
+        };
+        let y0 = call("Convolution", &[&xa, &w, &b], &conv_attrs(false)).unwrap();
+        let res = arr(y0.dims(), 8, 0.0);
+        for mask in 0..16 {
+            let (no_bias, bn, sum, relu) = (mask & 1 != 0, mask & 2 != 0, mask & 4 != 0, mask & 8 != 0);
+            let mut ins = vec![&xa, &w];
+            if !no_bias {
+                ins.push(&b);
+            }
+            let mut y = call("Convolution", &ins, &conv_attrs(no_bias)).unwrap();
+            let mut fattrs = conv_attrs(no_bias);
+            let fix_gamma = mask % 3 == 0;
+            if bn {
+                y = call(
+                    "BatchNorm",
+                    &[&y, &gamma, &beta, &mean, &var],
+                    &[("eps", Attr::Float(1e-3)), ("fix_gamma", Attr::Bool(fix_gamma))],
+                )
+                .unwrap();
+                ins.extend([&gamma, &beta, &mean, &var]);
+                fattrs.extend([("with_bn", Attr::Bool(true)), ("fix_gamma", Attr::Bool(fix_gamma))]);
+            }
+            if sum {
+                y = call("broadcast_add", &[&res, &y], &[]).unwrap();
+                ins.push(&res);
+                fattrs.push(("with_sum", Attr::Bool(true)));
+            }
+            if relu {
+                y = call("Activation", &[&y], &[("act_type", Attr::Str("relu".into()))]).unwrap();
+                fattrs.push(("with_relu", Attr::Bool(true)));
+            }
+            let f = call("_fused_convolution", &ins, &fattrs).unwrap();
+            let (want, got) = (y.to_vec::<f32>().unwrap(), f.to_vec::<f32>().unwrap());
+            let same = want.iter().zip(&got).all(|(a, b)| a.to_bits() == b.to_bits());
+            assert!(same && want.len() == got.len(), "{x:?} o={o} k={k} s={stride} g={groups} mask={mask}");
+        }
+    }
+
+    #[test]
+    fn fused_convolution_is_bitwise_the_unfused_chain() {
+        check(&[2, 16, 8, 8], 16, 3, 1, 1, 1); // Winograd
+        check(&[3, 16, 9, 7], 32, 3, 1, 0, 1); // Winograd, odd planes
+        check(&[2, 8, 9, 9], 8, 3, 2, 1, 1); // im2col, stride 2
+        check(&[4, 16, 4, 4], 16, 1, 2, 0, 1); // 1×1 stride 2, batched samples
+        check(&[2, 8, 10, 10], 8, 3, 1, 1, 2); // grouped
+        check(&[2, 16, 12, 12], 8, 3, 1, 1, 1); // thin (transposed) product
+        check(&[2, 4, 11], 6, 3, 1, 1, 1); // 1-d
+        check(&[20, 8, 6, 6], 64, 3, 1, 1, 1); // split over the cores
+    }
+
+    #[test]
+    fn fused_convolution_checks_its_inputs() {
+        let (x, w) = (arr(&[1, 2, 5, 5], 1, 0.0), arr(&[3, 2, 3, 3], 2, 0.0));
+        let base = vec![("kernel", ints(&[3, 3])), ("num_filter", Attr::Int(3)), ("no_bias", Attr::Bool(true))];
+        let mut a = base.clone();
+        a.push(("with_sum", Attr::Bool(true)));
+        let wrong = arr(&[1, 3, 4, 4], 3, 0.0);
+        let e = call("_fused_convolution", &[&x, &w, &wrong], &a).unwrap_err().to_string();
+        assert!(e.contains("_fused_convolution") && e.contains("(1, 3, 3, 3)"), "{e}");
+        let mut a = base.clone();
+        a.push(("with_bn", Attr::Bool(true)));
+        let p = arr(&[3], 4, 1.0);
+        let e = call("_fused_convolution", &[&x, &w, &p, &p, &p], &a).unwrap_err().to_string();
+        assert!(e.contains("_fused_convolution"), "{e}");
+        let mut a = base;
+        a.push(("layout", Attr::Str("NHWC".into())));
+        let xl = arr(&[1, 5, 5, 2], 1, 0.0);
+        let wl = arr(&[3, 3, 3, 2], 2, 0.0);
+        let e = call("_fused_convolution", &[&xl, &wl], &a).unwrap_err().to_string();
+        assert!(e.contains("channel-first"), "{e}");
+    }
+}

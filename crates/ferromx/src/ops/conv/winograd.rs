@@ -27,6 +27,7 @@
 //! every inner loop is a contiguous, bounds-check-free loop over tiles.
 
 use super::cpu::{for_blocks, mm, sum_of_blocks, ConvElem};
+use super::epilogue::Epilogue;
 use super::Geom;
 use crate::storage::dispatch;
 
@@ -82,16 +83,24 @@ const CHUNK_BYTES: usize = 1 << 19;
 const MIN_TILES: usize = 64;
 
 /// `out = conv(x, w) [+ bias]` by Winograd (`applies(g)` must hold).
-pub(crate) fn forward<T: ConvElem>(g: &Geom, x: &[T], w: &[T], bias: Option<&[T]>, out: &mut [T]) {
+/// `epi` runs on each output row as the output transform writes it.
+pub(crate) fn forward<T: ConvElem>(
+    g: &Geom,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+    epi: &Epilogue<'_, T>,
+    out: &mut [T],
+) {
     let u = filter(w, g.o, g.c, false);
-    run(g, x, &u, bias, out);
+    run(g, x, &u, bias, epi, out);
 }
 
 /// `dx = conv_transpose(dy, w)` by Winograd (`applies_data_grad(g)` must hold).
 pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [T]) {
     let t = Geom { c: g.o, o: g.c, ind: g.outd, outd: g.ind, p: [0, 2 - g.p[1], 2 - g.p[2]], ..*g };
     let u = filter(w, g.o, g.c, true);
-    run(&t, dy, &u, None, dx);
+    run(&t, dy, &u, None, &Epilogue::NONE, dx);
 }
 
 /// `U[ξ]` for the 16 positions, each a row-major matrix of output by input
@@ -197,12 +206,13 @@ impl Tiles {
 
 /// The Winograd convolution of `x` with the transformed filter `u`. A block's
 /// tile rows (all its samples' in turn) are processed in chunks of whole rows.
-fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, out: &mut [T]) {
+fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilogue<'_, T>, out: &mut [T]) {
     let tiles = Tiles::of(g);
     let rows_per_chunk = chunk_rows(tiles, 16 * (g.c + g.o) * std::mem::size_of::<T>(), chunk_bytes());
     let flops = 2 * 16 * g.o * g.c * tiles.th * tiles.tw;
     for_blocks(out, g.o * g.op(), flops, &|first, block, par| {
         let count = block.len() / (g.o * g.op());
+        let epi = epi.offset(first * g.o * g.op());
         let total = count * tiles.th;
         let nr = rows_per_chunk.min(total);
         let (vl, ml) = (16 * g.c * nr * tiles.tw, 16 * g.o * nr * tiles.tw);
@@ -235,7 +245,7 @@ fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, out: &mut [T
                 }
                 dispatch(
                     #[inline(always)]
-                    || transform_output(g, tiles, m, r0, rows, bias, block, scratch),
+                    || transform_output(g, tiles, m, r0, rows, (bias, &epi), block, scratch),
                 );
                 r0 += rows;
             }
@@ -366,7 +376,8 @@ fn transform_input<T: ConvElem>(
     }
 }
 
-/// Writes `Aᵀ m A` (+ bias) of tile rows `r0..r0 + rows` into the block's output.
+/// Writes `Aᵀ m A` (+ bias) of tile rows `r0..r0 + rows` into the block's output,
+/// then runs the epilogue on each output row written.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn transform_output<T: ConvElem>(
@@ -375,7 +386,7 @@ fn transform_output<T: ConvElem>(
     m: &[T],
     r0: usize,
     rows: usize,
-    bias: Option<&[T]>,
+    (bias, epi): (Option<&[T]>, &Epilogue<'_, T>),
     out: &mut [T],
     scratch: &mut [T],
 ) {
@@ -413,10 +424,15 @@ fn transform_output<T: ConvElem>(
                     y1[tx] = a1[tx] - a2[tx] - a3[tx] + b;
                 }
             }
-            let dst = &mut out[(s * g.o + o) * op..][..op];
+            let at = (s * g.o + o) * op;
+            let dst = &mut out[at..][..op];
             interleave(&y0r[..tw], &y0r[tw..], &mut dst[2 * ty * ow..][..ow]);
             if 2 * ty + 1 < oh {
                 interleave(&y1r[..tw], &y1r[tw..], &mut dst[(2 * ty + 1) * ow..][..ow]);
+            }
+            if !epi.is_none() {
+                let (y, n) = (2 * ty * ow, if 2 * ty + 1 < oh { 2 * ow } else { ow });
+                epi.apply(o, at + y, &mut dst[y..y + n]);
             }
         }
     }
