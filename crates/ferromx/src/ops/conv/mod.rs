@@ -17,6 +17,7 @@ mod layout;
 mod tests;
 pub mod unfold;
 mod winograd;
+mod winograd4;
 
 pub(crate) use layout::{channel_last, to_cf_perm, to_cl_perm};
 

@@ -202,6 +202,65 @@ fn winograd_cases() -> Vec<Geom> {
     ]
 }
 
+/// The Winograd forward and data gradient of F(2×2) and F(4×4), whichever
+/// `FERROMX_WINOGRAD` selects for `forward`/`backward_data`.
+type WinogradPair = (
+    &'static str,
+    fn(&Geom, &[f64], &[f64], Option<&[f64]>, &mut [f64]),
+    fn(&Geom, &[f64], &[f64], &mut [f64]),
+    fn(&Geom, &[f64], &[f64], &mut [f64]),
+);
+
+const WINOGRAD_VARIANTS: [WinogradPair; 2] = [
+    (
+        "F(2x2)",
+        |g, x, w, b, out| super::winograd::forward2(g, x, w, b, &super::epilogue::Epilogue::NONE, out),
+        |g, dy, w, dx| super::winograd::backward_data2(g, dy, w, dx),
+        |g, dy, x, dw| super::winograd::backward_weight2(g, dy, x, dw),
+    ),
+    (
+        "F(4x4)",
+        |g, x, w, b, out| super::winograd4::forward(g, x, w, b, &super::epilogue::Epilogue::NONE, out),
+        |g, dy, w, dx| super::winograd4::backward_data(g, dy, w, dx),
+        |g, dy, x, dw| super::winograd4::backward_weight(g, dy, x, dw),
+    ),
+];
+
+#[test]
+fn winograd_variants_match_the_definition() {
+    for (name, fwd, bwd, wgrad) in WINOGRAD_VARIANTS {
+        for g in winograd_cases() {
+            let x = rand(g.n * g.c * g.ip(), 11);
+            let w = rand(g.o * g.rows(), 12);
+            let b = rand(g.o, 13);
+            let mut out = vec![7.0; g.n * g.o * g.op()];
+            fwd(&g, &x, &w, Some(&b), &mut out);
+            let want = naive(&g, &x, &w, Some(&b));
+            for (a, e) in out.iter().zip(&want) {
+                assert!((a - e).abs() < 1e-12, "{name} {g:?}: {a} vs {e}");
+            }
+            let dy = rand(out.len(), 14);
+            let mut dx = vec![7.0; x.len()];
+            bwd(&g, &dy, &w, &mut dx);
+            let y = naive(&g, &x, &w, None);
+            assert!((dot(&y, &dy) - dot(&x, &dx)).abs() < 1e-9, "{name} {g:?} data");
+            for i in [0, 1, x.len() / 2, x.len() - 2, x.len() - 1] {
+                let mut e = vec![0.0; x.len()];
+                e[i] = 1.0;
+                assert!((dot(&naive(&g, &e, &w, None), &dy) - dx[i]).abs() < 1e-10, "{name} {g:?} dx[{i}]");
+            }
+            let mut dw = vec![7.0; w.len()];
+            wgrad(&g, &dy, &x, &mut dw);
+            assert!((dot(&y, &dy) - dot(&w, &dw)).abs() < 1e-9, "{name} {g:?} weight");
+            for i in [0, 1, w.len() / 2, w.len() - 2, w.len() - 1] {
+                let mut e = vec![0.0; w.len()];
+                e[i] = 1.0;
+                assert!((dot(&naive(&g, &x, &e, None), &dy) - dw[i]).abs() < 1e-10, "{name} {g:?} dw[{i}]");
+            }
+        }
+    }
+}
+
 #[test]
 fn winograd_paths_are_taken_and_match_the_definition() {
     for g in winograd_cases() {
@@ -258,27 +317,42 @@ fn winograd_f32_error_is_near_the_direct_sums() {
     let w = rand(g.o * g.rows(), 22);
     let want = naive(&g, &x, &w, None);
     let f = |v: &[f64]| v.iter().map(|&a| a as f32).collect::<Vec<f32>>();
-    let mut out = vec![0f32; want.len()];
-    forward(&g, &f(&x), &f(&w), None, &mut out);
-    let scale = want.iter().map(|v| v.abs()).fold(0.0, f64::max);
-    let err = out.iter().zip(&want).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
-    assert!(err < 2e-6, "winograd f32 relative error {err}");
-    let mut dx = vec![0f32; x.len()];
     let dy = rand(want.len(), 23);
-    backward_data(&g, &f(&dy), &f(&w), &mut dx);
     let mut dx64 = vec![0.0; x.len()];
     backward_data(&g, &dy, &w, &mut dx64);
-    let scale = dx64.iter().map(|v| v.abs()).fold(0.0, f64::max);
-    let err = dx.iter().zip(&dx64).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
-    assert!(err < 2e-6, "winograd f32 data-gradient relative error {err}");
+    // F(4×4)'s interpolation points (0, ±1, ±2) round about 4× more than F(2×2)'s.
+    for (name, bound) in [("F(2x2)", 2e-6), ("F(4x4)", 1.5e-5)] {
+        let mut out = vec![0f32; want.len()];
+        let fwd = |g: &Geom, x: &[f32], w: &[f32], out: &mut [f32]| match name {
+            "F(2x2)" => super::winograd::forward2(g, x, w, None, &super::epilogue::Epilogue::NONE, out),
+            _ => super::winograd4::forward(g, x, w, None, &super::epilogue::Epilogue::NONE, out),
+        };
+        fwd(&g, &f(&x), &f(&w), &mut out);
+        let scale = want.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        let err = out.iter().zip(&want).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
+        assert!(err < bound, "winograd {name} f32 relative error {err}");
+        let mut dx = vec![0f32; x.len()];
+        match name {
+            "F(2x2)" => super::winograd::backward_data2(&g, &f(&dy), &f(&w), &mut dx),
+            _ => super::winograd4::backward_data(&g, &f(&dy), &f(&w), &mut dx),
+        }
+        let scale = dx64.iter().map(|v| v.abs()).fold(0.0, f64::max);
+        let err = dx.iter().zip(&dx64).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
+        assert!(err < bound, "winograd {name} f32 data-gradient relative error {err}");
+    }
     assert!(super::winograd::applies_weight_grad(&g));
-    let mut dw = vec![0f32; w.len()];
-    backward_weight(&g, &f(&dy), &f(&x), &mut dw);
     let mut dw64 = vec![0.0; w.len()];
     backward_weight(&g, &dy, &x, &mut dw64);
     let scale = dw64.iter().map(|v| v.abs()).fold(0.0, f64::max);
-    let err = dw.iter().zip(&dw64).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
-    assert!(err < 2e-6, "winograd f32 weight-gradient relative error {err}");
+    for (name, bound) in [("F(2x2)", 2e-6), ("F(4x4)", 1.5e-5)] {
+        let mut dw = vec![0f32; w.len()];
+        match name {
+            "F(2x2)" => super::winograd::backward_weight2(&g, &f(&dy), &f(&x), &mut dw),
+            _ => super::winograd4::backward_weight(&g, &f(&dy), &f(&x), &mut dw),
+        }
+        let err = dw.iter().zip(&dw64).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
+        assert!(err < bound, "winograd {name} f32 weight-gradient relative error {err}");
+    }
 }
 
 mod fused {

@@ -20,6 +20,10 @@
 //! `M[ξ] (o × c) += D[ξ] (o × tiles) · V[ξ]ᵀ`, 2.25× fewer multiplies than
 //! the im2col product, with the input transform shared with the forward.
 //!
+//! The forward and the data gradient use F(4×4, 3×3) (`winograd4.rs`, 2.25
+//! multiplies per output instead of 4), and so does the weight gradient of
+//! planes of at least 16×16; `FERROMX_WINOGRAD=2` keeps this file's F(2×2).
+//!
 //! Why the transforms are written as they are: they are a third or more of
 //! the time unless vectorised. Each runs inside [`dispatch`] (compiled for
 //! AVX-512 or AVX2 when the CPU has them), walks whole rows of tiles, and
@@ -75,6 +79,13 @@ fn enabled() -> bool {
     *ON.get_or_init(|| std::env::var("FERROMX_WINOGRAD").map_or(true, |v| v != "0"))
 }
 
+/// Whether the forward and the data gradient use F(4×4, 3×3) (`winograd4.rs`);
+/// `FERROMX_WINOGRAD=2` keeps them on F(2×2) (for side-by-side benchmarks).
+fn f4() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var("FERROMX_WINOGRAD").map_or(true, |v| v != "2"))
+}
+
 /// Fewest input and output channels for the Winograd path.
 const MIN_CH: usize = 16;
 /// A chunk's transformed input and output stay under this many bytes.
@@ -92,12 +103,35 @@ pub(crate) fn forward<T: ConvElem>(
     epi: &Epilogue<'_, T>,
     out: &mut [T],
 ) {
+    if f4() {
+        return super::winograd4::forward(g, x, w, bias, epi, out);
+    }
+    forward2(g, x, w, bias, epi, out)
+}
+
+/// [`forward`] by F(2×2, 3×3).
+pub(crate) fn forward2<T: ConvElem>(
+    g: &Geom,
+    x: &[T],
+    w: &[T],
+    bias: Option<&[T]>,
+    epi: &Epilogue<'_, T>,
+    out: &mut [T],
+) {
     let u = filter(w, g.o, g.c, false);
     run(g, x, &u, bias, epi, out);
 }
 
 /// `dx = conv_transpose(dy, w)` by Winograd (`applies_data_grad(g)` must hold).
 pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [T]) {
+    if f4() {
+        return super::winograd4::backward_data(g, dy, w, dx);
+    }
+    backward_data2(g, dy, w, dx)
+}
+
+/// [`backward_data`] by F(2×2, 3×3).
+pub(crate) fn backward_data2<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [T]) {
     let t = Geom { c: g.o, o: g.c, ind: g.outd, outd: g.ind, p: [0, 2 - g.p[1], 2 - g.p[2]], ..*g };
     let u = filter(w, g.o, g.c, true);
     run(&t, dy, &u, None, &Epilogue::NONE, dx);
@@ -455,6 +489,19 @@ fn interleave<T: Copy>(a: &[T], b: &[T], dst: &mut [T]) {
 /// written. Samples are split over the cores, each summing its own `M`; the
 /// sums are added and transformed back once.
 pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
+    if f4() && g.op() >= F4_WGRAD_PLANE {
+        return super::winograd4::backward_weight(g, dy, x, dw);
+    }
+    backward_weight2(g, dy, x, dw)
+}
+
+/// Fewest output positions per plane for the F(4×4) weight gradient: on
+/// 8×8 planes (4 tiles per sample) it measured even with F(2×2), on 4×4
+/// planes twice as slow (its `36 · o · c` sums over few tiles dominate).
+const F4_WGRAD_PLANE: usize = 256;
+
+/// [`backward_weight`] by F(2×2, 3×3).
+pub(crate) fn backward_weight2<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
     let threads = rayon::current_num_threads().max(1);
     let tiles = Tiles::of(g);
     let small = tiles.th * tiles.tw < SMALL_PLANE_TILES;
