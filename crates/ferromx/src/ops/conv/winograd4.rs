@@ -50,36 +50,16 @@ pub(crate) fn forward<T: ConvElem>(
     epi: &Epilogue<'_, T>,
     out: &mut [T],
 ) {
-    for lines in out_blocks::<T>(g) {
-        let u = filter(w, g.o, g.c, false, lines.clone());
-        run(g, x, &u, lines, bias, epi, out);
-    }
+    let u = filter(w, g.o, g.c, false);
+    run(g, x, &u, bias, epi, out);
 }
-
-/// Output channels per pass: all, unless the transformed filter (`36 · o · c`
-/// values) would pass [`MAX_FILTER_BYTES`]; then blocks of a multiple of 16
-/// channels, each pass transforming only its block's filter (the input is
-/// transformed once per pass).
-fn out_blocks<T>(g: &Geom) -> impl Iterator<Item = std::ops::Range<usize>> {
-    let per_line = P * g.c * std::mem::size_of::<T>();
-    let ob = if per_line * g.o <= MAX_FILTER_BYTES { g.o } else { (MAX_FILTER_BYTES / per_line / 16 * 16).max(16) };
-    let o = g.o;
-    (0..o).step_by(ob.max(1)).map(move |o0| o0..(o0 + ob).min(o))
-}
-
-/// The largest transformed filter one pass holds. A 512 × 512 layer's whole
-/// filter is 36 MB (F(2×2)'s 16 MB), transient but alive while a training
-/// step holds all its activations, which put peak memory past MXNet's.
-const MAX_FILTER_BYTES: usize = 12 << 20;
 
 /// `dx = conv_transpose(dy, w)` (`winograd::applies_data_grad(g)`): the
 /// convolution of `dy` with the flipped filter, padded by `2 - p`.
 pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [T]) {
     let t = Geom { c: g.o, o: g.c, ind: g.outd, outd: g.ind, p: [0, 2 - g.p[1], 2 - g.p[2]], ..*g };
-    for lines in out_blocks::<T>(&t) {
-        let u = filter(w, g.o, g.c, true, lines.clone());
-        run(&t, dy, &u, lines, None, &Epilogue::NONE, dx);
-    }
+    let u = filter(w, g.o, g.c, true);
+    run(&t, dy, &u, None, &Epilogue::NONE, dx);
 }
 
 fn k<T: ConvElem>(v: f64) -> T {
@@ -200,13 +180,11 @@ fn rows6<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]
 /// data gradient's `c × o` of the rotated kernels), by rows of `U`: the nine
 /// taps of [`KERNEL_BLOCK`] kernels rows at a time are gathered into vectors
 /// over the row's columns and transformed as whole vectors.
-/// Only the rows `lines` of each `U[ξ]` are made (`U[ξ]` then has `lines.len()` rows).
-fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, lines: std::ops::Range<usize>) -> Vec<T> {
-    let cross = if flip { o } else { c };
-    let mut u = vec![T::zero(); P * lines.len() * cross];
+fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Vec<T> {
+    let mut u = vec![T::zero(); P * o * c];
     dispatch(
         #[inline(always)]
-        || filter_rows(w, o, c, flip, lines, &mut u),
+        || filter_rows(w, o, c, flip, &mut u),
     );
     u
 }
@@ -215,13 +193,12 @@ fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, lines: std::ops:
 const KERNEL_BLOCK: usize = 16;
 
 #[inline(always)]
-fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, range: std::ops::Range<usize>, u: &mut [T]) {
-    let cross = if flip { o } else { c };
-    let lines = range.len();
+fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, u: &mut [T]) {
+    let (lines, cross) = if flip { (c, o) } else { (o, c) };
     let mut k9 = vec![T::zero(); KERNEL_BLOCK * 9 * cross];
     let mut t = vec![T::zero(); 18 * cross];
-    for l0 in range.clone().step_by(KERNEL_BLOCK) {
-        let nb = KERNEL_BLOCK.min(range.end - l0);
+    for l0 in (0..lines).step_by(KERNEL_BLOCK) {
+        let nb = KERNEL_BLOCK.min(lines - l0);
         if flip {
             for x in 0..cross {
                 let (kernels, _) = w[(x * c + l0) * 9..][..nb * 9].as_chunks::<9>();
@@ -252,7 +229,7 @@ fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, range: std:
             // U[i][j] = ((G g) Gᵀ)[i][j]: row i of t times Gᵀ
             for i in 0..6 {
                 let ti = |s: usize| &t[(s * 6 + i) * cross..][..cross];
-                let line = l0 + b - range.start;
+                let line = l0 + b;
                 let stride = lines * cross;
                 let [y0, y1, y2, y3, y4, y5] = rows6(u, (i * 6 * lines + line) * cross, stride, cross);
                 g6(ti(0), ti(1), ti(2), y0, y1, y2, y3, y4, y5);
@@ -268,28 +245,18 @@ struct Tiles {
     tw: usize,
 }
 
-/// Output channels `lines` of the convolution of `x` with the transformed
-/// filter `u` (those channels' rows), in chunks of tile rows.
-fn run<T: ConvElem>(
-    g: &Geom,
-    x: &[T],
-    u: &[T],
-    lines: std::ops::Range<usize>,
-    bias: Option<&[T]>,
-    epi: &Epilogue<'_, T>,
-    out: &mut [T],
-) {
+/// The convolution of `x` with the transformed filter `u`, in chunks of tile rows.
+fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilogue<'_, T>, out: &mut [T]) {
     let tiles = Tiles { th: g.outd[1].div_ceil(4), tw: g.outd[2].div_ceil(4) };
-    let ob = lines.len();
-    let per_tile = P * (g.c + ob) * std::mem::size_of::<T>();
+    let per_tile = P * (g.c + g.o) * std::mem::size_of::<T>();
     let rows_per_chunk = (chunk_bytes() / per_tile.max(1)).max(MIN_TILES).div_ceil(tiles.tw).max(1);
-    let flops = 2 * P * ob * g.c * tiles.th * tiles.tw;
+    let flops = 2 * P * g.o * g.c * tiles.th * tiles.tw;
     for_blocks(out, g.o * g.op(), flops, &|first, block, par| {
         let count = block.len() / (g.o * g.op());
         let epi = epi.offset(first * g.o * g.op());
         let total = count * tiles.th;
         let nr = rows_per_chunk.min(total);
-        let (vl, ml) = (P * g.c * nr * tiles.tw, P * ob * nr * tiles.tw);
+        let (vl, ml) = (P * g.c * nr * tiles.tw, P * g.o * nr * tiles.tw);
         let scratch_len = 2 * P * nr * tiles.tw + 4 * (tiles.tw + 1);
         T::with_workspace(vl + ml + scratch_len, |ws| {
             let (v, rest) = ws.split_at_mut(vl);
@@ -304,13 +271,13 @@ fn run<T: ConvElem>(
                     || transform_input(g, tiles, xb, r0, rows, v, scratch),
                 );
                 for xi in 0..P {
-                    let (mo, vo) = (xi * ob * ld, xi * g.c * ld);
-                    let (dst, a, b) = (&mut m[mo..mo + ob * ld], &u[xi * ob * g.c..], &v[vo..]);
-                    mm(par, ob, ld, g.c, dst, a, false, b, false, false);
+                    let (mo, vo) = (xi * g.o * ld, xi * g.c * ld);
+                    let (dst, a, b) = (&mut m[mo..mo + g.o * ld], &u[xi * g.o * g.c..], &v[vo..]);
+                    mm(par, g.o, ld, g.c, dst, a, false, b, false, false);
                 }
                 dispatch(
                     #[inline(always)]
-                    || transform_output(g, tiles, m, (r0, rows, lines.clone()), (bias, &epi), block, scratch),
+                    || transform_output(g, tiles, m, r0, rows, (bias, &epi), block, scratch),
                 );
                 r0 += rows;
             }
@@ -413,7 +380,8 @@ fn transform_output<T: ConvElem>(
     g: &Geom,
     tiles: Tiles,
     m: &[T],
-    (r0, rows, lines): (usize, usize, std::ops::Range<usize>),
+    r0: usize,
+    rows: usize,
     (bias, epi): (Option<&[T]>, &Epilogue<'_, T>),
     out: &mut [T],
     scratch: &mut [T],
@@ -421,13 +389,13 @@ fn transform_output<T: ConvElem>(
     let (th, tw) = (tiles.th, tiles.tw);
     let (oh, ow, op) = (g.outd[1], g.outd[2], g.op());
     let nt = rows * tw;
-    let plane = lines.len() * nt;
+    let plane = g.o * nt;
     // q[i][c] (i < 6, c < 4) = (m A)[i][c]; y[r][c] = (Aᵀ q)[r][c], each over the tiles
     let (q, rest) = scratch.split_at_mut(24 * nt);
     let y = &mut rest[..16 * nt];
-    for o in lines.clone() {
+    for o in 0..g.o {
         for i in 0..6 {
-            let mj = |j: usize| &m[(6 * i + j) * plane + (o - lines.start) * nt..][..nt];
+            let mj = |j: usize| &m[(6 * i + j) * plane + o * nt..][..nt];
             let [q0, q1, q2, q3] = rows4(q, i * 4 * nt, nt, nt);
             at6(mj(0), mj(1), mj(2), mj(3), mj(4), mj(5), q0, q1, q2, q3);
         }
