@@ -464,3 +464,12 @@ mod fused {
         assert!(e.contains("channel-first"), "{e}");
     }
 }
+
+#[test]
+fn f4_takes_layers_whose_transformed_filter_is_small() {
+    let one = [1, 1, 1];
+    let mid = geom(1, 256, 256, 1, [1, 8, 8], [1, 3, 3], one, one, [0, 1, 1]);
+    let big = geom(1, 512, 512, 1, [1, 4, 4], [1, 3, 3], one, one, [0, 1, 1]);
+    assert!(super::winograd::f4_filter_fits::<f32>(&mid)); // 9.4 MB
+    assert!(!super::winograd::f4_filter_fits::<f32>(&big)); // 36 MB: F(2×2)
+}

@@ -86,6 +86,19 @@ fn f4() -> bool {
     *ON.get_or_init(|| std::env::var("FERROMX_WINOGRAD").map_or(true, |v| v != "2"))
 }
 
+/// Whether F(4×4) takes the forward and data gradient of `g`: its transformed
+/// filter (`36 · o · c` values, one per call) stays under [`F4_MAX_FILTER_BYTES`].
+pub(crate) fn f4_filter_fits<T>(g: &Geom) -> bool {
+    f4() && 36 * g.o * g.c * std::mem::size_of::<T>() <= F4_MAX_FILTER_BYTES
+}
+
+/// The largest transformed F(4×4) filter. A 512 × 512 layer's is 36 MB (F(2×2)'s
+/// 16 MB): transient, but alive while a training step holds its activations, it
+/// put ResNet-18's peak memory past MXNet's (716–752 MB against 716–748). Doing
+/// such layers in blocks of output channels repeats the input transform per block
+/// and ran slower than F(2×2) (4×4 planes, 512 channels: 21 ms against 18).
+const F4_MAX_FILTER_BYTES: usize = 12 << 20;
+
 /// Fewest input and output channels for the Winograd path.
 const MIN_CH: usize = 16;
 /// A chunk's transformed input and output stay under this many bytes.
@@ -103,7 +116,7 @@ pub(crate) fn forward<T: ConvElem>(
     epi: &Epilogue<'_, T>,
     out: &mut [T],
 ) {
-    if f4() {
+    if f4_filter_fits::<T>(g) {
         return super::winograd4::forward(g, x, w, bias, epi, out);
     }
     forward2(g, x, w, bias, epi, out)
@@ -124,7 +137,7 @@ pub(crate) fn forward2<T: ConvElem>(
 
 /// `dx = conv_transpose(dy, w)` by Winograd (`applies_data_grad(g)` must hold).
 pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [T]) {
-    if f4() {
+    if f4_filter_fits::<T>(g) {
         return super::winograd4::backward_data(g, dy, w, dx);
     }
     backward_data2(g, dy, w, dx)
