@@ -26,12 +26,15 @@
 //!
 //! Why the transforms are written as they are: they are a third or more of
 //! the time unless vectorised. Each runs inside [`dispatch`] (compiled for
-//! AVX-512 or AVX2 when the CPU has them), walks whole rows of tiles, and
-//! reads the stride-2 tile columns from even/odd de-interleaved rows, so
-//! every inner loop is a contiguous, bounds-check-free loop over tiles.
+//! AVX-512 or AVX2 when the CPU has them). Per channel, the patch values of
+//! every tile of a chunk are first gathered into one vector per patch
+//! position (rows split into even and odd columns), so each transform is a
+//! few contiguous loops over all the chunk's tiles: over tile rows, a 4×4
+//! plane's row has two tiles and the loops ran scalar.
 
 use super::cpu::{for_blocks, mm, sum_of_blocks, ConvElem};
 use super::epilogue::Epilogue;
+use super::winograd4::rows4;
 use super::Geom;
 use crate::storage::dispatch;
 
@@ -263,7 +266,7 @@ fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilog
         let total = count * tiles.th;
         let nr = rows_per_chunk.min(total);
         let (vl, ml) = (16 * g.c * nr * tiles.tw, 16 * g.o * nr * tiles.tw);
-        T::with_workspace(vl + ml + SCRATCH_ROWS * (tiles.tw + 1), |ws| {
+        T::with_workspace(vl + ml + scratch_len(nr * tiles.tw, tiles.tw), |ws| {
             let (v, rest) = ws.split_at_mut(vl);
             let (m, scratch) = rest.split_at_mut(ml);
             let xb = &x[first * g.c * g.ip()..];
@@ -318,8 +321,10 @@ fn chunk_bytes() -> usize {
     })
 }
 
-/// Rows of `tw + 1` elements the transforms need as scratch.
-const SCRATCH_ROWS: usize = 16;
+/// Scratch the transforms need for a chunk of `nt` tiles, `tw` per tile row.
+fn scratch_len(nt: usize, tw: usize) -> usize {
+    32 * nt + 2 * (tw + 1)
+}
 
 /// Copies the padded row `q ↦ row[q + off]` (zero outside `row`, or
 /// everywhere when `row` is `None`) for `q` in `0..2 · e.len()`, its even
@@ -350,21 +355,53 @@ fn split_row<T: ConvElem>(row: Option<&[T]>, off: isize, e: &mut [T], od: &mut [
     }
 }
 
-/// The rows of `len` elements at `buf`, `buf[stride..]`, `buf[2 · stride..]`
-/// and `buf[3 · stride..]` (`len <= stride`).
+/// `Bᵀ d` of four rows (`x0 - x2, x1 + x2, x2 - x1, x1 - x3`), elementwise.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn four_rows<T>(buf: &mut [T], stride: usize, len: usize) -> (&mut [T], &mut [T], &mut [T], &mut [T]) {
-    let (r0, rest) = buf.split_at_mut(stride);
-    let (r1, rest) = rest.split_at_mut(stride);
-    let (r2, r3) = rest.split_at_mut(stride);
-    (&mut r0[..len], &mut r1[..len], &mut r2[..len], &mut r3[..len])
+fn bt4<T: ConvElem>(x0: &[T], x1: &[T], x2: &[T], x3: &[T], y0: &mut [T], y1: &mut [T], y2: &mut [T], y3: &mut [T]) {
+    let n = y0.len();
+    let (x0, x1, x2, x3) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n]);
+    let (y1, y2, y3) = (&mut y1[..n], &mut y2[..n], &mut y3[..n]);
+    for j in 0..n {
+        y0[j] = x0[j] - x2[j];
+        y1[j] = x1[j] + x2[j];
+        y2[j] = x2[j] - x1[j];
+        y3[j] = x1[j] - x3[j];
+    }
 }
 
-/// `V[ξ][c][t]` = `(Bᵀ d B)[ξ]` for the tiles of tile rows `r0..r0 + rows`
-/// of the block (`x` starts at the block's first sample), `V[ξ]` at stride
-/// `rows · tw`. Per channel and tile row the four (zero-padded) input rows
-/// are split into even and odd columns, transformed vertically, then
-/// horizontally over all the row's tiles at once.
+/// `Aᵀ m` of four rows into two (`x0 + x1 + x2, x1 - x2 - x3`), elementwise.
+#[inline(always)]
+fn at4<T: ConvElem>(x0: &[T], x1: &[T], x2: &[T], x3: &[T], y0: &mut [T], y1: &mut [T]) {
+    let n = y0.len();
+    let (x0, x1, x2, x3, y1) = (&x0[..n], &x1[..n], &x2[..n], &x3[..n], &mut y1[..n]);
+    for j in 0..n {
+        y0[j] = x0[j] + x1[j] + x2[j];
+        y1[j] = x1[j] - x2[j] - x3[j];
+    }
+}
+
+/// `A y` of two rows into four (`x0, x0 + x1, x0 - x1, -x1`), elementwise.
+#[inline(always)]
+fn a4<T: ConvElem>(x0: &[T], x1: &[T], y0: &mut [T], y1: &mut [T], y2: &mut [T], y3: &mut [T]) {
+    let n = y0.len();
+    let (x0, x1) = (&x0[..n], &x1[..n]);
+    let (y1, y2, y3) = (&mut y1[..n], &mut y2[..n], &mut y3[..n]);
+    for j in 0..n {
+        y0[j] = x0[j];
+        y1[j] = x0[j] + x1[j];
+        y2[j] = x0[j] - x1[j];
+        y3[j] = -x1[j];
+    }
+}
+
+/// `V[ξ][c][t]` = `(Bᵀ d B)[ξ]` for the `nt = rows · tw` tiles of tile rows
+/// `r0..r0 + rows` of the block (`x` starts at the block's first sample),
+/// `V[ξ]` at stride `c · nt`. Per channel, the 16 patch values of every tile
+/// are gathered into 16 vectors over the chunk's tiles (rows split into even
+/// and odd columns; patch column `j` is one of them at `t` or `t + 1`), so
+/// both halves of the transform run on vectors as long as the chunk, however
+/// few tiles a plane's row has.
 #[inline(always)]
 fn transform_input<T: ConvElem>(
     g: &Geom,
@@ -377,54 +414,44 @@ fn transform_input<T: ConvElem>(
 ) {
     let (th, tw) = (tiles.th, tiles.tw);
     let (ih, iw, ip) = (g.ind[1], g.ind[2], g.ip());
-    let ld = rows * tw;
-    let plane = g.c * ld;
+    let nt = rows * tw;
+    let plane = g.c * nt;
     let w1 = tw + 1;
-    let (de, rest) = scratch.split_at_mut(4 * w1);
-    let (dodd, rest) = rest.split_at_mut(4 * w1);
-    let (be, rest) = rest.split_at_mut(4 * w1);
-    let bo = &mut rest[..4 * w1];
+    let (d, rest) = scratch.split_at_mut(16 * nt);
+    let (e, rest) = rest.split_at_mut(16 * nt);
+    let (ev, od) = rest[..2 * w1].split_at_mut(w1);
     for c in 0..g.c {
-        for r in r0..r0 + rows {
-            let (s, ty) = (r / th, r % th);
+        for rr in 0..rows {
+            let (s, ty) = ((r0 + rr) / th, (r0 + rr) % th);
             let xc = &x[(s * g.c + c) * ip..][..ip];
-            for (i, (e, o)) in de.chunks_exact_mut(w1).zip(dodd.chunks_exact_mut(w1)).enumerate() {
+            for i in 0..4 {
                 let y = (2 * ty + i) as isize - g.p[1] as isize;
                 let row = (0..ih as isize).contains(&y).then(|| &xc[y as usize * iw..][..iw]);
-                split_row(row, -(g.p[2] as isize), e, o);
-            }
-            // Bᵀ d: rows d0 - d2, d1 + d2, d2 - d1, d1 - d3, on even and odd columns alike.
-            for (d, b) in [(&*de, &mut *be), (&*dodd, &mut *bo)] {
-                let (d0, d1, d2, d3) = (&d[..w1], &d[w1..2 * w1], &d[2 * w1..3 * w1], &d[3 * w1..4 * w1]);
-                let (b0, b1, b2, b3) = four_rows(b, w1, w1);
-                for j in 0..w1 {
-                    b0[j] = d0[j] - d2[j];
-                    b1[j] = d1[j] + d2[j];
-                    b2[j] = d2[j] - d1[j];
-                    b3[j] = d1[j] - d3[j];
+                split_row(row, -(g.p[2] as isize), ev, od);
+                for j in 0..4 {
+                    let src = if j % 2 == 0 { &ev[j / 2..][..tw] } else { &od[j / 2..][..tw] };
+                    d[(i * 4 + j) * nt + rr * tw..][..tw].copy_from_slice(src);
                 }
             }
-            // (Bᵀ d) B: with e and o a row's even and odd columns, tile tx reads
-            // e[tx], o[tx], e[tx + 1], o[tx + 1].
-            let col = c * ld + (r - r0) * tw;
-            for i in 0..4 {
-                let (e, o) = (&be[i * w1..][..w1], &bo[i * w1..][..w1]);
-                let base = i * 4 * plane + col;
-                let (v0, v1, v2, v3) = four_rows(&mut v[base..], plane, tw);
-                let (e0, e1, o0, o1) = (&e[..tw], &e[1..=tw], &o[..tw], &o[1..=tw]);
-                for tx in 0..tw {
-                    v0[tx] = e0[tx] - e1[tx];
-                    v1[tx] = o0[tx] + e1[tx];
-                    v2[tx] = e1[tx] - o0[tx];
-                    v3[tx] = o0[tx] - o1[tx];
-                }
-            }
+        }
+        // Bᵀ d: column j of every patch, over the rows i
+        for j in 0..4 {
+            let di = |i: usize| &d[(i * 4 + j) * nt..][..nt];
+            let [y0, y1, y2, y3] = rows4(e, j * nt, 4 * nt, nt);
+            bt4(di(0), di(1), di(2), di(3), y0, y1, y2, y3);
+        }
+        // (Bᵀ d) B: row i of every patch, over the columns j
+        for i in 0..4 {
+            let ej = |j: usize| &e[(i * 4 + j) * nt..][..nt];
+            let [v0, v1, v2, v3] = rows4(v, i * 4 * plane + c * nt, plane, nt);
+            bt4(ej(0), ej(1), ej(2), ej(3), v0, v1, v2, v3);
         }
     }
 }
 
 /// Writes `Aᵀ m A` (+ bias) of tile rows `r0..r0 + rows` into the block's output,
-/// then runs the epilogue on each output row written.
+/// then runs the epilogue on each output row written. Both halves run on vectors
+/// over the chunk's tiles; each output row is then interleaved from two of them.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn transform_output<T: ConvElem>(
@@ -439,47 +466,38 @@ fn transform_output<T: ConvElem>(
 ) {
     let (th, tw) = (tiles.th, tiles.tw);
     let (oh, ow, op) = (g.outd[1], g.outd[2], g.op());
-    let ld = rows * tw;
-    let plane = g.o * ld;
-    let (q, rest) = scratch.split_at_mut(8 * tw);
-    let (y0r, rest) = rest.split_at_mut(2 * tw);
-    let y1r = &mut rest[..2 * tw];
+    let nt = rows * tw;
+    let plane = g.o * nt;
+    // q[i][c] (i < 4, c < 2) = (m A)[i][c]; y[r][c] = (Aᵀ q)[r][c], each over the tiles
+    let (q, rest) = scratch.split_at_mut(8 * nt);
+    let y = &mut rest[..4 * nt];
     for o in 0..g.o {
-        let b = bias.map_or(T::zero(), |b| b[o]);
-        for r in r0..r0 + rows {
-            let (s, ty) = (r / th, r % th);
-            let col = o * ld + (r - r0) * tw;
-            // q[i] = (m A)[i]: two columns per row i of the tile, over all tiles of the row.
-            for (i, qi) in q.chunks_exact_mut(2 * tw).enumerate() {
-                let mr = |j: usize| &m[(4 * i + j) * plane + col..][..tw];
-                let (m0, m1, m2, m3) = (mr(0), mr(1), mr(2), mr(3));
-                let (qa, qb) = qi.split_at_mut(tw);
-                for tx in 0..tw {
-                    qa[tx] = m0[tx] + m1[tx] + m2[tx];
-                    qb[tx] = m1[tx] - m2[tx] - m3[tx];
-                }
-            }
-            // The tile is y[r][c] = (Aᵀ q[·][c])[r]; y0r and y1r hold the two output rows.
-            let (q0, rest) = q.split_at(2 * tw);
-            let (q1, rest) = rest.split_at(2 * tw);
-            let (q2, q3) = rest.split_at(2 * tw);
-            for (cc, (y0, y1)) in y0r.chunks_exact_mut(tw).zip(y1r.chunks_exact_mut(tw)).enumerate() {
-                let (a0, a1, a2, a3) =
-                    (&q0[cc * tw..][..tw], &q1[cc * tw..][..tw], &q2[cc * tw..][..tw], &q3[cc * tw..][..tw]);
-                for tx in 0..tw {
-                    y0[tx] = a0[tx] + a1[tx] + a2[tx] + b;
-                    y1[tx] = a1[tx] - a2[tx] - a3[tx] + b;
-                }
-            }
+        for i in 0..4 {
+            let mj = |j: usize| &m[(4 * i + j) * plane + o * nt..][..nt];
+            let (q0, q1) = q[i * 2 * nt..][..2 * nt].split_at_mut(nt);
+            at4(mj(0), mj(1), mj(2), mj(3), q0, q1);
+        }
+        for cc in 0..2 {
+            let qi = |i: usize| &q[(i * 2 + cc) * nt..][..nt];
+            let (ya, yb) = y.split_at_mut(2 * nt);
+            at4(qi(0), qi(1), qi(2), qi(3), &mut ya[cc * nt..][..nt], &mut yb[cc * nt..][..nt]);
+        }
+        if let Some(b) = bias {
+            let bv = b[o];
+            y.iter_mut().for_each(|v| *v += bv);
+        }
+        for rr in 0..rows {
+            let (s, ty) = ((r0 + rr) / th, (r0 + rr) % th);
             let at = (s * g.o + o) * op;
             let dst = &mut out[at..][..op];
-            interleave(&y0r[..tw], &y0r[tw..], &mut dst[2 * ty * ow..][..ow]);
-            if 2 * ty + 1 < oh {
-                interleave(&y1r[..tw], &y1r[tw..], &mut dst[(2 * ty + 1) * ow..][..ow]);
+            let nrows = oh.saturating_sub(2 * ty).min(2);
+            for r in 0..nrows {
+                let yc = |cc: usize| &y[(r * 2 + cc) * nt + rr * tw..][..tw];
+                interleave(yc(0), yc(1), &mut dst[(2 * ty + r) * ow..][..ow]);
             }
             if !epi.is_none() {
-                let (y, n) = (2 * ty * ow, if 2 * ty + 1 < oh { 2 * ow } else { ow });
-                epi.apply(o, at + y, &mut dst[y..y + n]);
+                let y0 = 2 * ty * ow;
+                epi.apply(o, at + y0, &mut dst[y0..y0 + nrows * ow]);
             }
         }
     }
@@ -542,7 +560,7 @@ fn weight_sums<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], par: bool, acc: &mut [T
     let bytes = if par { WGRAD_SHARED_CHUNK_BYTES } else { 4 * chunk_bytes() };
     let nr = chunk_rows(tiles, 16 * (g.c + g.o) * sz, bytes).min(total);
     let (vl, dl) = (16 * g.c * nr * tiles.tw, 16 * g.o * nr * tiles.tw);
-    T::with_workspace(vl + dl + SCRATCH_ROWS * (tiles.tw + 1), |ws| {
+    T::with_workspace(vl + dl + scratch_len(nr * tiles.tw, tiles.tw), |ws| {
         let (v, rest) = ws.split_at_mut(vl);
         let (d, scratch) = rest.split_at_mut(dl);
         let mut r0 = 0;
@@ -567,7 +585,9 @@ fn weight_sums<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], par: bool, acc: &mut [T
 }
 
 /// `D[ξ][o][t]` = `(A dy Aᵀ)[ξ]` for the 2×2 output-gradient tiles of tile rows
-/// `r0..r0 + rows` (zero past the plane's edge), `D[ξ]` at stride `rows · tw`.
+/// `r0..r0 + rows` (zero past the plane's edge), `D[ξ]` at stride `o · nt`;
+/// gathered per output channel into vectors over the chunk's tiles as
+/// [`transform_input`] does.
 #[inline(always)]
 fn transform_grad<T: ConvElem>(
     g: &Geom,
@@ -580,63 +600,82 @@ fn transform_grad<T: ConvElem>(
 ) {
     let (th, tw) = (tiles.th, tiles.tw);
     let (oh, ow, op) = (g.outd[1], g.outd[2], g.op());
-    let ld = rows * tw;
-    let plane = g.o * ld;
-    let (se, rest) = scratch.split_at_mut(2 * tw);
-    let (so, rest) = rest.split_at_mut(2 * tw);
-    let (ue, rest) = rest.split_at_mut(4 * tw);
-    let uo = &mut rest[..4 * tw];
+    let nt = rows * tw;
+    let plane = g.o * nt;
+    let (t4, rest) = scratch.split_at_mut(4 * nt);
+    let (h, rest) = rest.split_at_mut(8 * nt);
+    let (ev, od) = rest[..2 * tw].split_at_mut(tw);
     for o in 0..g.o {
-        for r in r0..r0 + rows {
-            let (s, ty) = (r / th, r % th);
+        for rr in 0..rows {
+            let (s, ty) = ((r0 + rr) / th, (r0 + rr) % th);
             let plane_dy = &dy[(s * g.o + o) * op..][..op];
-            for (i, (e, od)) in se.chunks_exact_mut(tw).zip(so.chunks_exact_mut(tw)).enumerate() {
-                let y = 2 * ty + i;
-                split_row((y < oh).then(|| &plane_dy[y * ow..][..ow]), 0, e, od);
+            for r in 0..2 {
+                let y = 2 * ty + r;
+                split_row((y < oh).then(|| &plane_dy[y * ow..][..ow]), 0, ev, od);
+                t4[(r * 2) * nt + rr * tw..][..tw].copy_from_slice(ev);
+                t4[(r * 2 + 1) * nt + rr * tw..][..tw].copy_from_slice(od);
             }
-            // A dy: rows r0, r0 + r1, r0 - r1, -r1 (even and odd columns alike).
-            for (sv, u) in [(&*se, &mut *ue), (&*so, &mut *uo)] {
-                let (a, b) = (&sv[..tw], &sv[tw..2 * tw]);
-                let (u0, u1, u2, u3) = four_rows(u, tw, tw);
-                for j in 0..tw {
-                    u0[j] = a[j];
-                    u1[j] = a[j] + b[j];
-                    u2[j] = a[j] - b[j];
-                    u3[j] = -b[j];
-                }
-            }
-            // (A dy) Aᵀ: columns e, e + o, e - o, -o.
-            let col = o * ld + (r - r0) * tw;
-            for i in 0..4 {
-                let (e, od) = (&ue[i * tw..][..tw], &uo[i * tw..][..tw]);
-                let base = i * 4 * plane + col;
-                let (d0, d1, d2, d3) = four_rows(&mut d[base..], plane, tw);
-                for tx in 0..tw {
-                    d0[tx] = e[tx];
-                    d1[tx] = e[tx] + od[tx];
-                    d2[tx] = e[tx] - od[tx];
-                    d3[tx] = -od[tx];
-                }
-            }
+        }
+        // h[i][c] = (A t)[i][c], over the rows r
+        for cc in 0..2 {
+            let tr = |r: usize| &t4[(r * 2 + cc) * nt..][..nt];
+            let [y0, y1, y2, y3] = rows4(h, cc * nt, 2 * nt, nt);
+            a4(tr(0), tr(1), y0, y1, y2, y3);
+        }
+        // D[i][j] = (h Aᵀ)[i][j], over the columns c
+        for i in 0..4 {
+            let hc = |cc: usize| &h[(i * 2 + cc) * nt..][..nt];
+            let [d0, d1, d2, d3] = rows4(d, i * 4 * plane + o * nt, plane, nt);
+            a4(hc(0), hc(1), d0, d1, d2, d3);
         }
     }
 }
 
 /// `dw[o][c] = Gᵀ M[·][o][c] G` (each 4×4 sum back to a 3×3 kernel gradient).
 fn filter_grad<T: ConvElem>(m: &[T], o: usize, c: usize, dw: &mut [T]) {
+    dispatch(
+        #[inline(always)]
+        || filter_grad_blocks(m, o * c, dw),
+    );
+}
+
+/// Kernels [`filter_grad`] transforms at a time (vectors over them).
+pub(super) const GRAD_BLOCK: usize = 64;
+
+/// [`filter_grad`] on blocks of [`GRAD_BLOCK`] kernels: `M[ξ]`'s entries of
+/// consecutive kernels are contiguous, so both halves of `Gᵀ M G` run on
+/// vectors over the block; the nine results per kernel are then interleaved.
+#[inline(always)]
+fn filter_grad_blocks<T: ConvElem>(m: &[T], oc: usize, dw: &mut [T]) {
     let half = T::from(0.5).unwrap_or_else(T::zero);
-    // Gᵀ v for a 4-vector v: (v0 + (v1 + v2)/2, (v1 - v2)/2, (v1 + v2)/2 + v3).
-    let gt = |v: [T; 4]| {
-        let (s, t) = ((v[1] + v[2]) * half, (v[1] - v[2]) * half);
-        [v[0] + s, t, s + v[3]]
-    };
-    let oc = o * c;
-    for (k, out) in dw[..oc * 9].chunks_exact_mut(9).enumerate() {
-        let at = |i: usize, j: usize| m[(i * 4 + j) * oc + k];
-        let cols: [[T; 3]; 4] = std::array::from_fn(|j| gt([at(0, j), at(1, j), at(2, j), at(3, j)]));
+    let mut cols = [[T::zero(); GRAD_BLOCK]; 12];
+    let mut res = [[T::zero(); GRAD_BLOCK]; 9];
+    for k0 in (0..oc).step_by(GRAD_BLOCK) {
+        let n = GRAD_BLOCK.min(oc - k0);
+        // Gᵀ v of a column of 4: (v0 + (v1 + v2)/2, (v1 - v2)/2, (v1 + v2)/2 + v3)
+        for j in 0..4 {
+            let at = |i: usize| &m[(i * 4 + j) * oc + k0..][..n];
+            let (v0, v1, v2, v3) = (at(0), at(1), at(2), at(3));
+            for kk in 0..n {
+                let (sh, t) = ((v1[kk] + v2[kk]) * half, (v1[kk] - v2[kk]) * half);
+                cols[j * 3][kk] = v0[kk] + sh;
+                cols[j * 3 + 1][kk] = t;
+                cols[j * 3 + 2][kk] = sh + v3[kk];
+            }
+        }
         for r in 0..3 {
-            let row = gt([cols[0][r], cols[1][r], cols[2][r], cols[3][r]]);
-            out[r * 3..r * 3 + 3].copy_from_slice(&row);
+            for kk in 0..n {
+                let (v0, v1, v2, v3) = (cols[r][kk], cols[3 + r][kk], cols[6 + r][kk], cols[9 + r][kk]);
+                let (sh, t) = ((v1 + v2) * half, (v1 - v2) * half);
+                res[r * 3][kk] = v0 + sh;
+                res[r * 3 + 1][kk] = t;
+                res[r * 3 + 2][kk] = sh + v3;
+            }
+        }
+        for (kk, out) in dw[k0 * 9..(k0 + n) * 9].chunks_exact_mut(9).enumerate() {
+            for (q, v) in out.iter_mut().enumerate() {
+                *v = res[q][kk];
+            }
         }
     }
 }

@@ -158,7 +158,7 @@ fn g6<T: ConvElem>(
 
 /// Four rows of `len` elements at `buf[first..]`, stride `stride`.
 #[inline(always)]
-fn rows4<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]; 4] {
+pub(super) fn rows4<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]; 4] {
     let (r0, rest) = buf[first..].split_at_mut(stride);
     let (r1, rest) = rest.split_at_mut(stride);
     let (r2, rest) = rest.split_at_mut(stride);
@@ -573,22 +573,51 @@ fn transform_grad<T: ConvElem>(
     }
 }
 
-/// `dw[o][c] = Gᵀ M[·][o][c] G` (each 6×6 sum back to a 3×3 kernel gradient).
+/// `dw[o][c] = Gᵀ M[·][o][c] G` (each 6×6 sum back to a 3×3 kernel gradient),
+/// on blocks of kernels as `winograd::filter_grad` does.
 fn filter_grad<T: ConvElem>(m: &[T], o: usize, c: usize, dw: &mut [T]) {
+    dispatch(
+        #[inline(always)]
+        || filter_grad_blocks(m, o * c, dw),
+    );
+}
+
+#[inline(always)]
+fn filter_grad_blocks<T: ConvElem>(m: &[T], oc: usize, dw: &mut [T]) {
+    const B: usize = super::winograd::GRAD_BLOCK;
     let (q, s, t, w) = (k::<T>(0.25), k::<T>(1.0 / 6.0), k::<T>(1.0 / 12.0), k::<T>(1.0 / 24.0));
     // Gᵀ v for a 6-vector v
     let gt = |v: [T; 6]| {
         let (s12, d12, s34, d34) = (v[1] + v[2], v[1] - v[2], v[3] + v[4], v[3] - v[4]);
         [q * v[0] - s * s12 + w * s34, t * d34 - s * d12, s * (s34 - s12) + v[5]]
     };
-    let oc = o * c;
-    for (kk, out) in dw[..oc * 9].chunks_exact_mut(9).enumerate() {
-        let at = |i: usize, j: usize| m[(i * 6 + j) * oc + kk];
-        let cols: [[T; 3]; 6] =
-            std::array::from_fn(|j| gt([at(0, j), at(1, j), at(2, j), at(3, j), at(4, j), at(5, j)]));
+    let mut cols = [[T::zero(); B]; 18];
+    let mut res = [[T::zero(); B]; 9];
+    for k0 in (0..oc).step_by(B) {
+        let n = B.min(oc - k0);
+        for j in 0..6 {
+            let at = |i: usize| &m[(i * 6 + j) * oc + k0..][..n];
+            let (v0, v1, v2, v3, v4, v5) = (at(0), at(1), at(2), at(3), at(4), at(5));
+            for kk in 0..n {
+                let g = gt([v0[kk], v1[kk], v2[kk], v3[kk], v4[kk], v5[kk]]);
+                cols[j * 3][kk] = g[0];
+                cols[j * 3 + 1][kk] = g[1];
+                cols[j * 3 + 2][kk] = g[2];
+            }
+        }
         for r in 0..3 {
-            let row = gt([cols[0][r], cols[1][r], cols[2][r], cols[3][r], cols[4][r], cols[5][r]]);
-            out[r * 3..r * 3 + 3].copy_from_slice(&row);
+            for kk in 0..n {
+                let col = |j: usize| cols[j * 3 + r][kk];
+                let g = gt([col(0), col(1), col(2), col(3), col(4), col(5)]);
+                res[r * 3][kk] = g[0];
+                res[r * 3 + 1][kk] = g[1];
+                res[r * 3 + 2][kk] = g[2];
+            }
+        }
+        for (kk, out) in dw[k0 * 9..(k0 + n) * 9].chunks_exact_mut(9).enumerate() {
+            for (qi, v) in out.iter_mut().enumerate() {
+                *v = res[qi][kk];
+            }
         }
     }
 }
