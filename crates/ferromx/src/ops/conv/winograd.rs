@@ -180,28 +180,45 @@ fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, u: &mut [T]
     let mut t = vec![T::zero(); 3 * cross];
     for l0 in (0..lines).step_by(KERNEL_BLOCK) {
         let nb = KERNEL_BLOCK.min(lines - l0);
-        if flip {
-            // Row l is input channel l; its kernels lie at w[x][l] for every output channel x.
-            for x in 0..cross {
-                let (kernels, _) = w[(x * c + l0) * 9..][..nb * 9].as_chunks::<9>();
-                for (b, k) in kernels.iter().enumerate() {
-                    for j in 0..9 {
-                        k9[(b * 9 + j) * cross + x] = k[8 - j];
-                    }
-                }
-            }
-        } else {
-            for b in 0..nb {
-                let (kernels, _) = w[(l0 + b) * c * 9..][..c * 9].as_chunks::<9>();
-                for (x, k) in kernels.iter().enumerate() {
-                    for j in 0..9 {
-                        k9[(b * 9 + j) * cross + x] = k[j];
-                    }
+        gather_taps(w, c, cross, l0..l0 + nb, flip, &mut k9);
+        for b in 0..nb {
+            transform_kernels(&k9[b * 9 * cross..][..9 * cross], cross, l0 + b, lines, u, &mut t);
+        }
+    }
+}
+
+/// The nine taps of the kernels of rows `rows` of `U` (`w`'s output channels,
+/// or with `flip` its input channels with the kernel rotated by 180°), as
+/// `k9[(b · 9 + tap) · cross + x]` for row `rows.start + b` and column `x`;
+/// read in contiguous runs of `w` in both orientations.
+#[inline(always)]
+pub(super) fn gather_taps<T: ConvElem>(
+    w: &[T],
+    c: usize,
+    cross: usize,
+    rows: std::ops::Range<usize>,
+    flip: bool,
+    k9: &mut [T],
+) {
+    let (l0, nb) = (rows.start, rows.len());
+    if flip {
+        // Row l is input channel l; its kernels lie at w[x][l] for every output channel x.
+        for x in 0..cross {
+            let (kernels, _) = w[(x * c + l0) * 9..][..nb * 9].as_chunks::<9>();
+            for (b, k) in kernels.iter().enumerate() {
+                for j in 0..9 {
+                    k9[(b * 9 + j) * cross + x] = k[8 - j];
                 }
             }
         }
+    } else {
         for b in 0..nb {
-            transform_kernels(&k9[b * 9 * cross..][..9 * cross], cross, l0 + b, lines, u, &mut t);
+            let (kernels, _) = w[(l0 + b) * c * 9..][..c * 9].as_chunks::<9>();
+            for (x, k) in kernels.iter().enumerate() {
+                for j in 0..9 {
+                    k9[(b * 9 + j) * cross + x] = k[j];
+                }
+            }
         }
     }
 }
@@ -533,22 +550,42 @@ const F4_WGRAD_PLANE: usize = 256;
 
 /// [`backward_weight`] by F(2×2, 3×3).
 pub(crate) fn backward_weight2<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
-    let threads = rayon::current_num_threads().max(1);
     let tiles = Tiles::of(g);
     let small = tiles.th * tiles.tw < SMALL_PLANE_TILES;
+    let acc = sample_block_sums(g, dy, x, 16, small, &|dy, x, par, acc| weight_sums(g, dy, x, par, acc));
+    filter_grad(&acc, g.o, g.c, dw);
+}
+
+/// The `positions · o · c` weight-gradient sums of all samples: `sums(dy, x,
+/// parallel_gemms, acc)` runs on one block of samples per core (the blocks'
+/// sums then added), or with `small` planes on all samples as one block with
+/// parallel gemms (per-core blocks would each hold sums that are large next to
+/// their few tiles).
+#[allow(clippy::type_complexity)]
+pub(super) fn sample_block_sums<T: ConvElem>(
+    g: &Geom,
+    dy: &[T],
+    x: &[T],
+    positions: usize,
+    small: bool,
+    sums: &(dyn Fn(&[T], &[T], bool, &mut [T]) + Sync),
+) -> Vec<T> {
+    let threads = rayon::current_num_threads().max(1);
     let blocks = if threads > 1 && g.n >= threads && !small { threads } else { 1 };
     let per_block = g.n.div_ceil(blocks);
-    let acc_len = 16 * g.o * g.c;
     let partial = |b: usize, par: bool| {
         let (lo, hi) = (b * per_block, ((b + 1) * per_block).min(g.n));
-        let mut acc = vec![T::zero(); acc_len];
+        let mut acc = vec![T::zero(); positions * g.o * g.c];
         if lo < hi {
-            weight_sums(g, &dy[lo * g.o * g.op()..hi * g.o * g.op()], &x[lo * g.c * g.ip()..], par, &mut acc);
+            sums(&dy[lo * g.o * g.op()..hi * g.o * g.op()], &x[lo * g.c * g.ip()..], par, &mut acc);
         }
         acc
     };
-    let acc = if blocks == 1 { partial(0, threads > 1) } else { sum_of_blocks(blocks, &|b| partial(b, false)) };
-    filter_grad(&acc, g.o, g.c, dw);
+    if blocks == 1 {
+        partial(0, threads > 1)
+    } else {
+        sum_of_blocks(blocks, &|b| partial(b, false))
+    }
 }
 
 /// `M[ξ] = Σ D[ξ] · V[ξ]ᵀ` over the tiles of the samples of `dy` (and the same

@@ -18,8 +18,9 @@
 //! The stride-4 tile columns are read from rows de-interleaved into four
 //! phases (`q mod 4`), so tile `t` reads phase `k` at `t` or `t + 1`.
 
-use super::cpu::{for_blocks, mm, sum_of_blocks, ConvElem};
+use super::cpu::{for_blocks, mm, ConvElem};
 use super::epilogue::Epilogue;
+use super::winograd::{gather_taps, sample_block_sums};
 use super::Geom;
 use crate::storage::dispatch;
 
@@ -199,25 +200,7 @@ fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, u: &mut [T]
     let mut t = vec![T::zero(); 18 * cross];
     for l0 in (0..lines).step_by(KERNEL_BLOCK) {
         let nb = KERNEL_BLOCK.min(lines - l0);
-        if flip {
-            for x in 0..cross {
-                let (kernels, _) = w[(x * c + l0) * 9..][..nb * 9].as_chunks::<9>();
-                for (b, kk) in kernels.iter().enumerate() {
-                    for j in 0..9 {
-                        k9[(b * 9 + j) * cross + x] = kk[8 - j];
-                    }
-                }
-            }
-        } else {
-            for b in 0..nb {
-                let (kernels, _) = w[(l0 + b) * c * 9..][..c * 9].as_chunks::<9>();
-                for (x, kk) in kernels.iter().enumerate() {
-                    for j in 0..9 {
-                        k9[(b * 9 + j) * cross + x] = kk[j];
-                    }
-                }
-            }
-        }
+        gather_taps(w, c, cross, l0..l0 + nb, flip, &mut k9);
         for b in 0..nb {
             let tap = &k9[b * 9 * cross..][..9 * cross];
             let g = |r: usize, s: usize| &tap[(r * 3 + s) * cross..][..cross];
@@ -478,20 +461,9 @@ const SMALL_PLANE_TILES: usize = 4;
 /// `dw = Σ_n dy_n ⋆ x_n` by F(4×4): `dW = Gᵀ [Σ_tiles (A dy Aᵀ) ⊙ (Bᵀ x B)] G`,
 /// written. Samples are split over the cores, each summing its own `M`.
 pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
-    let threads = rayon::current_num_threads().max(1);
     let tiles = Tiles { th: g.outd[1].div_ceil(4), tw: g.outd[2].div_ceil(4) };
     let small = tiles.th * tiles.tw < SMALL_PLANE_TILES;
-    let blocks = if threads > 1 && g.n >= threads && !small { threads } else { 1 };
-    let per_block = g.n.div_ceil(blocks);
-    let partial = |b: usize, par: bool| {
-        let (lo, hi) = (b * per_block, ((b + 1) * per_block).min(g.n));
-        let mut acc = vec![T::zero(); P * g.o * g.c];
-        if lo < hi {
-            weight_sums(g, tiles, &dy[lo * g.o * g.op()..hi * g.o * g.op()], &x[lo * g.c * g.ip()..], par, &mut acc);
-        }
-        acc
-    };
-    let acc = if blocks == 1 { partial(0, threads > 1) } else { sum_of_blocks(blocks, &|b| partial(b, false)) };
+    let acc = sample_block_sums(g, dy, x, P, small, &|dy, x, par, acc| weight_sums(g, tiles, dy, x, par, acc));
     filter_grad(&acc, g.o, g.c, dw);
 }
 
