@@ -168,7 +168,6 @@ class CachedGraph:
             return outs[0]
         return regroup(outs, self.out_fmt)[0]
 
-
     def _plan_for(self, vals):
         """The plan for this call: the fused inference plan in predict mode outside
         ``autograd.record()`` (it has no gradient, and BatchNorm's training mode
