@@ -3,7 +3,7 @@
 //! transformer helpers of `contrib` (`div_sqrt_dim`, `arange_like` and the
 //! four interleaved attention products).
 //!
-//! Every operator runs an [`OpCall`] kernel from `cpu.rs`; gradients are
+//! Every operator runs an [`OpCall`](crate::opdef::OpCall) kernel from `cpu.rs`; gradients are
 //! operators too (the sequence operators' gradients are the same operators
 //! applied to the output gradient, the attention products have internal
 //! `_backward_*` operators).
