@@ -86,8 +86,8 @@ class CachedGraph:
     other input variable is a parameter of ``params`` (by name).
     """
 
-    __slots__ = ("_cache", "_infer_plan", "data_names", "graph", "inputs", "out_fmt", "out_np",
-                 "params", "plan", "slots")
+    __slots__ = ("_cache", "_infer_plan", "data_names", "graph", "out_fmt", "out_np", "params",
+                 "plan", "slots")
 
     def __init__(self, graph, data_names, params, out_fmt, out_np=None):
         self.graph = graph
@@ -103,7 +103,6 @@ class CachedGraph:
             raise RuntimeError(f"The graph has inputs {missing} that are neither block inputs "
                                f"{self.data_names} nor parameters")
         self.params = params
-        self.inputs = inputs
         self.plan = Plan(graph, inputs)
         # the inference plan (symbol/_fuse.py): built at the first predict-mode call
         # outside recording; False when the graph has nothing to fuse
@@ -176,10 +175,11 @@ class CachedGraph:
             return self.plan
         plan = self._infer_plan
         if plan is None:
-            shapes = {n: v.shape for n, v in zip(self.inputs, vals) if isinstance(v, NDArray)}
+            names = self.plan.input_names
+            shapes = {n: v.shape for n, v in zip(names, vals) if isinstance(v, NDArray)}
             try:
                 fused = _fuse.fuse_for_inference(self.graph, shapes)
-                plan = Plan(fused, self.inputs) if fused is not None else False
+                plan = Plan(fused, names) if fused is not None else False
             except Exception as err:  # noqa: BLE001 - the unfused plan still runs
                 warnings.warn(f"conv fusion skipped: {type(err).__name__}: {err}", stacklevel=4)
                 plan = False

@@ -34,7 +34,6 @@
 
 use super::cpu::{for_blocks, mm, sum_of_blocks, ConvElem};
 use super::epilogue::Epilogue;
-use super::winograd4::rows4;
 use super::Geom;
 use crate::storage::dispatch;
 
@@ -69,7 +68,7 @@ const MIN_WGRAD_PLANE: usize = 16;
 const SMALL_PLANE_TILES: usize = 16;
 /// Transformed bytes per chunk of that shared block (wide gemms: `k` is the
 /// chunk's tile count).
-const WGRAD_SHARED_CHUNK_BYTES: usize = 8 << 20;
+pub(super) const WGRAD_SHARED_CHUNK_BYTES: usize = 8 << 20;
 
 /// Whether the data gradient of `g` runs through Winograd: it is a 3×3
 /// convolution of the output gradient with the flipped filter, padded by `2 - p`.
@@ -259,15 +258,21 @@ fn transform_kernels<T: ConvElem>(k9: &[T], cross: usize, line: usize, lines: us
 
 /// The tiling of one sample's output plane.
 #[derive(Clone, Copy)]
-struct Tiles {
+pub(super) struct Tiles {
     /// Tile rows and columns.
-    th: usize,
-    tw: usize,
+    pub th: usize,
+    pub tw: usize,
 }
 
 impl Tiles {
+    /// 2×2 tiles (F(2×2)).
     fn of(g: &Geom) -> Tiles {
-        Tiles { th: g.outd[1].div_ceil(2), tw: g.outd[2].div_ceil(2) }
+        Tiles::sized(g, 2)
+    }
+
+    /// Tiles of `m × m` outputs.
+    pub fn sized(g: &Geom, m: usize) -> Tiles {
+        Tiles { th: g.outd[1].div_ceil(m), tw: g.outd[2].div_ceil(m) }
     }
 }
 
@@ -275,7 +280,7 @@ impl Tiles {
 /// tile rows (all its samples' in turn) are processed in chunks of whole rows.
 fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilogue<'_, T>, out: &mut [T]) {
     let tiles = Tiles::of(g);
-    let rows_per_chunk = chunk_rows(tiles, 16 * (g.c + g.o) * std::mem::size_of::<T>(), chunk_bytes());
+    let rows_per_chunk = chunk_rows(tiles, 16 * (g.c + g.o) * std::mem::size_of::<T>(), chunk_bytes(), MIN_TILES);
     let flops = 2 * 16 * g.o * g.c * tiles.th * tiles.tw;
     for_blocks(out, g.o * g.op(), flops, &|first, block, par| {
         let count = block.len() / (g.o * g.op());
@@ -322,13 +327,13 @@ fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilog
 
 /// Tile rows per chunk: `bytes` of transformed data at `per_tile` bytes per
 /// tile, at least [`MIN_TILES`] tiles.
-fn chunk_rows(tiles: Tiles, per_tile: usize, bytes: usize) -> usize {
-    (bytes / per_tile.max(1)).max(MIN_TILES).div_ceil(tiles.tw).max(1)
+pub(super) fn chunk_rows(tiles: Tiles, per_tile: usize, bytes: usize, min_tiles: usize) -> usize {
+    (bytes / per_tile.max(1)).max(min_tiles).div_ceil(tiles.tw).max(1)
 }
 
 /// Bytes of transformed input and output per chunk (`FERROMX_WINOGRAD_CHUNK_KB`
 /// overrides, for tuning).
-fn chunk_bytes() -> usize {
+pub(super) fn chunk_bytes() -> usize {
     static B: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *B.get_or_init(|| {
         std::env::var("FERROMX_WINOGRAD_CHUNK_KB")
@@ -370,6 +375,15 @@ fn split_row<T: ConvElem>(row: Option<&[T]>, off: isize, e: &mut [T], od: &mut [
         *ev = p[0];
         *ov = p[1];
     }
+}
+
+/// Four rows of `len` elements at `buf[first..]`, stride `stride`.
+#[inline(always)]
+pub(super) fn rows4<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]; 4] {
+    let (r0, rest) = buf[first..].split_at_mut(stride);
+    let (r1, rest) = rest.split_at_mut(stride);
+    let (r2, rest) = rest.split_at_mut(stride);
+    [&mut r0[..len], &mut r1[..len], &mut r2[..len], &mut rest[..len]]
 }
 
 /// `Bᵀ d` of four rows (`x0 - x2, x1 + x2, x2 - x1, x1 - x3`), elementwise.
@@ -595,7 +609,7 @@ fn weight_sums<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], par: bool, acc: &mut [T
     let total = dy.len() / (g.o * g.op()) * tiles.th;
     let sz = std::mem::size_of::<T>();
     let bytes = if par { WGRAD_SHARED_CHUNK_BYTES } else { 4 * chunk_bytes() };
-    let nr = chunk_rows(tiles, 16 * (g.c + g.o) * sz, bytes).min(total);
+    let nr = chunk_rows(tiles, 16 * (g.c + g.o) * sz, bytes, MIN_TILES).min(total);
     let (vl, dl) = (16 * g.c * nr * tiles.tw, 16 * g.o * nr * tiles.tw);
     T::with_workspace(vl + dl + scratch_len(nr * tiles.tw, tiles.tw), |ws| {
         let (v, rest) = ws.split_at_mut(vl);

@@ -20,25 +20,14 @@
 
 use super::cpu::{for_blocks, mm, ConvElem};
 use super::epilogue::Epilogue;
-use super::winograd::{gather_taps, sample_block_sums};
+use super::winograd::{
+    chunk_bytes, chunk_rows, gather_taps, rows4, sample_block_sums, Tiles, WGRAD_SHARED_CHUNK_BYTES,
+};
 use super::Geom;
 use crate::storage::dispatch;
 
 /// Transformed positions per tile.
 const P: usize = 36;
-/// Bytes of transformed input and output per chunk (`FERROMX_WINOGRAD4_CHUNK_KB`
-/// overrides, for tuning).
-const CHUNK_BYTES: usize = 1 << 19;
-
-fn chunk_bytes() -> usize {
-    static B: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *B.get_or_init(|| {
-        std::env::var("FERROMX_WINOGRAD4_CHUNK_KB")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .map_or(CHUNK_BYTES, |k| k << 10)
-    })
-}
 /// Fewest tiles per chunk.
 const MIN_TILES: usize = 32;
 
@@ -157,15 +146,6 @@ fn g6<T: ConvElem>(
     }
 }
 
-/// Four rows of `len` elements at `buf[first..]`, stride `stride`.
-#[inline(always)]
-pub(super) fn rows4<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]; 4] {
-    let (r0, rest) = buf[first..].split_at_mut(stride);
-    let (r1, rest) = rest.split_at_mut(stride);
-    let (r2, rest) = rest.split_at_mut(stride);
-    [&mut r0[..len], &mut r1[..len], &mut r2[..len], &mut rest[..len]]
-}
-
 /// Six rows of `len` elements at `buf[first..]`, stride `stride`.
 #[inline(always)]
 fn rows6<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]; 6] {
@@ -221,18 +201,11 @@ fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, u: &mut [T]
     }
 }
 
-/// The tiling of one sample's output plane into 4×4 tiles.
-#[derive(Clone, Copy)]
-struct Tiles {
-    th: usize,
-    tw: usize,
-}
-
 /// The convolution of `x` with the transformed filter `u`, in chunks of tile rows.
 fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilogue<'_, T>, out: &mut [T]) {
-    let tiles = Tiles { th: g.outd[1].div_ceil(4), tw: g.outd[2].div_ceil(4) };
+    let tiles = Tiles::sized(g, 4);
     let per_tile = P * (g.c + g.o) * std::mem::size_of::<T>();
-    let rows_per_chunk = (chunk_bytes() / per_tile.max(1)).max(MIN_TILES).div_ceil(tiles.tw).max(1);
+    let rows_per_chunk = chunk_rows(tiles, per_tile, chunk_bytes(), MIN_TILES);
     let flops = 2 * P * g.o * g.c * tiles.th * tiles.tw;
     for_blocks(out, g.o * g.op(), flops, &|first, block, par| {
         let count = block.len() / (g.o * g.op());
@@ -461,7 +434,7 @@ const SMALL_PLANE_TILES: usize = 4;
 /// `dw = Σ_n dy_n ⋆ x_n` by F(4×4): `dW = Gᵀ [Σ_tiles (A dy Aᵀ) ⊙ (Bᵀ x B)] G`,
 /// written. Samples are split over the cores, each summing its own `M`.
 pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
-    let tiles = Tiles { th: g.outd[1].div_ceil(4), tw: g.outd[2].div_ceil(4) };
+    let tiles = Tiles::sized(g, 4);
     let small = tiles.th * tiles.tw < SMALL_PLANE_TILES;
     let acc = sample_block_sums(g, dy, x, P, small, &|dy, x, par, acc| weight_sums(g, tiles, dy, x, par, acc));
     filter_grad(&acc, g.o, g.c, dw);
@@ -471,8 +444,8 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
 fn weight_sums<T: ConvElem>(g: &Geom, tiles: Tiles, dy: &[T], x: &[T], par: bool, acc: &mut [T]) {
     let total = dy.len() / (g.o * g.op()) * tiles.th;
     let per_tile = P * (g.c + g.o) * std::mem::size_of::<T>();
-    let bytes = if par { 8 << 20 } else { 4 * chunk_bytes() };
-    let nr = (bytes / per_tile.max(1)).max(MIN_TILES).div_ceil(tiles.tw).max(1).min(total);
+    let bytes = if par { WGRAD_SHARED_CHUNK_BYTES } else { 4 * chunk_bytes() };
+    let nr = chunk_rows(tiles, per_tile, bytes, MIN_TILES).min(total);
     let (vl, dl) = (P * g.c * nr * tiles.tw, P * g.o * nr * tiles.tw);
     T::with_workspace(vl + dl + 2 * P * nr * tiles.tw + 4 * (tiles.tw + 1), |ws| {
         let (v, rest) = ws.split_at_mut(vl);
