@@ -1,6 +1,8 @@
 """``mx.sym.np`` / ``mx.sym.npx`` and ``Symbol.as_np_ndarray()``: NumPy-semantics symbols
 built from function nodes (``ferromx/symbol/_np_symbol.py``)."""
 
+import json
+
 import ferromx as mx
 import numpy as onp
 import pytest
@@ -93,13 +95,15 @@ def test_legacy_operators_compose_with_np_symbols():
     onp.testing.assert_array_equal(got.asnumpy(), onp.maximum(onp.outer([1, -2], [3, 1]), 0) + 1)
 
 
-def test_function_nodes_run_in_the_python_plan_and_are_not_json():
+def test_function_nodes_run_in_the_python_plan_and_json_only_as_mxnet_operators():
     a, b = _vars("a", "b")
     sym = mx.sym.np.dot(a, b).as_nd_ndarray()
     plan = Plan(sym, ["a", "b"])
     assert plan.native is None  # the native plan runs table operators only
-    with pytest.raises(MXNetError, match="function nodes"):
-        sym.tojson()
+    assert [n["op"] for n in json.loads(sym.tojson())["nodes"]] == ["null", "null", "_np_dot"]
+    outer = mx.sym.np.outer(a, b)  # MXNet has no single operator for it
+    with pytest.raises(MXNetError, match="function nodes.*outer"):
+        outer.tojson()
     legacy = mx.sym.dot(mx.sym.var("a"), mx.sym.var("b"))
     assert Plan(legacy, ["a", "b"]).native is not None
 

@@ -386,8 +386,13 @@ def _make_symbol_block():
                                           cast_dtype=True, dtype_source="saved")
             return ret
 
+        def _clear_cached_op(self):
+            """Drop the per-signature plans; the graph itself is the block (MXNet's
+            ``hybridize()`` on an imported block keeps it)."""
+            self._cached_graphs = {}
+
         def hybridize(self, active=True, **kwargs):
-            """A SymbolBlock always runs its graph; this only clears nothing."""
+            """A SymbolBlock always runs its graph; this only drops its cached plans."""
             super().hybridize(active, **kwargs)
             self._active = True
 
@@ -402,7 +407,10 @@ def _make_symbol_block():
                 graph = self._cached_graph[1]
                 params = {p.name: p for p in self.collect_params().values()}
                 _init_deferred(graph, self._sym_inputs, full, params)
-                entry = CachedGraph(graph, self._sym_inputs, params, self._out_format)
+                # np inputs give np outputs (MXNet's imports under np mode loads the
+                # graph as an np symbol)
+                out_np = True if any(getattr(a, "_is_np", False) for a in full) else None
+                entry = CachedGraph(graph, self._sym_inputs, params, self._out_format, out_np)
                 self._cached_graphs[key] = entry
             return entry.run(list(full), x._ctx)
 

@@ -4,7 +4,7 @@ version]``), ``arg_nodes``, ``node_row_ptr``, ``heads`` and ``attrs.mxnet_versio
 import json
 
 from ..base import MXNetError
-from . import _spec
+from . import _npi, _spec
 from .symbol import Symbol, _Node
 
 MXNET_VERSION = 10901
@@ -13,25 +13,36 @@ MXNET_VERSION = 10901
 def tojson(sym):
     """The JSON text of ``sym``'s graph."""
     nodes = sym._nodes()
-    fn_nodes = [n for n in nodes if hasattr(n, "call")]
+    fn_nodes = [n for n in nodes if hasattr(n, "call") and n.json_attrs is None]
     if fn_nodes:
         raise MXNetError(f"Symbol.tojson: the graph has mx.np function nodes "
-                         f"({', '.join(f'{n.op} {n.name!r}' for n in fn_nodes[:3])}), which "
-                         "run mx.np's Python functions and have no MXNet graph JSON form")
+                         f"({', '.join(f'{n.op} {n.name!r}' for n in fn_nodes[:3])}) that "
+                         "no MXNet operator computes (a Python function, or arguments "
+                         "MXNet's operator does not take), so they have no graph JSON form")
     index = {id(n): i for i, n in enumerate(nodes)}
     out_nodes, row_ptr = [], [0]
     for node in nodes:
         entry = {"op": "null" if node.op is None else node.json_op, "name": node.name}
-        attrs = dict(node.attrs)
-        if node.op is not None and _spec.is_variadic(node.op):
+        inputs = list(enumerate(node.inputs))
+        if hasattr(node, "call"):  # a function node, in MXNet's spelling (_npi)
+            attrs = dict(node.json_attrs)
+            if node.json_order is not None:
+                inputs = [inputs[k] for k in node.json_order]
+        else:
+            attrs = dict(node.attrs)
+        if node.op is not None and not hasattr(node, "call") and _spec.is_variadic(node.op):
             attrs["num_args"] = str(len(node.inputs))
         if attrs:
             entry["attrs"] = {k: attrs[k] for k in sorted(attrs)}
         aux = node.aux_positions()  # MXNet marks inputs an operator mutates with version 1
-        entry["inputs"] = [[index[id(n)], i, int(k in aux)] for k, (n, i) in
-                           enumerate(node.inputs)]
+        entry["inputs"] = [[index[id(n)], i, int(k in aux)] for k, (n, i) in inputs]
         out_nodes.append(entry)
-        total = 1 if node.op is None else _spec.total_outputs(node.op, node.attrs)
+        if node.op is None:
+            total = 1
+        elif hasattr(node, "call"):
+            total = node.num_outputs()
+        else:
+            total = _spec.total_outputs(node.op, node.attrs)
         row_ptr.append(row_ptr[-1] + total)
     doc = {
         "nodes": out_nodes,
@@ -86,6 +97,10 @@ def fromjson(text):
         attrs = _legacy_attrs(entry)
         if op_name == "null":
             nodes.append(_Node(None, entry["name"], attrs))
+        elif op_name not in _spec.RESOLVE and _npi.is_known(op_name):
+            fn = _npi.node(op_name, entry["name"], attrs, inputs)
+            fn.json_attrs = attrs
+            nodes.append(fn)
         else:
             op = _spec.resolve(op_name)
             nodes.append(_Node(op, entry["name"], attrs, inputs, json_op=op_name))

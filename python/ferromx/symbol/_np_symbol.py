@@ -8,9 +8,11 @@ passed to it. Executing the graph calls that function on the input arrays (as
 ``np.ndarray``), so the values, dtypes and gradients are exactly those of eager
 ``mx.np``; shape inference runs it once on zeros of the input shapes.
 
-A graph with function nodes runs, infers and differentiates; it cannot be written as
-MXNet graph JSON (the node is a Python function, not an MXNet operator), and
-:meth:`Symbol.tojson` says so.
+A graph with function nodes runs, infers and differentiates. A node whose call MXNet
+writes as one of its NumPy operators (``np.tanh(x)`` is ``_npi_tanh``, ``x * 2``
+``_npi_multiply_scalar``; see ``_npi_write``) is written as that operator by
+:meth:`Symbol.tojson`; for the others (a Python function with no MXNet operator)
+``tojson`` says which nodes it cannot write.
 """
 
 import functools
@@ -73,7 +75,8 @@ class FunctionNode(_Node):
     maps the input arrays (``np.ndarray``) to the list of output arrays.
     """
 
-    __slots__ = ("aux", "call", "inferred", "nout", "np_io", "out_names")
+    __slots__ = ("aux", "call", "inferred", "json_attrs", "json_order", "nout", "np_io",
+                 "out_names")
 
     def __init__(self, label, name, call, inputs, nout, attrs=None, *, np_io=True,
                  in_names=None, out_names=None, aux=()):
@@ -91,6 +94,10 @@ class FunctionNode(_Node):
         self.aux = set(aux)
         # (input dtype names, output dtypes) of the last shape inference (the type pass)
         self.inferred = None
+        # MXNet's spelling (``_npi``): its string attributes and the input positions in
+        # MXNet's order; ``json_attrs is None``: no MXNet operator computes this node
+        self.json_attrs = None
+        self.json_order = None
 
     def num_outputs(self):
         """The number of arrays the function returns."""
@@ -108,9 +115,12 @@ class FunctionNode(_Node):
 
     def with_inputs(self, inputs):
         """The same node over other input entries."""
-        return FunctionNode(self.op, self.name, self.call, inputs, self.nout, self.attrs,
+        node = FunctionNode(self.op, self.name, self.call, inputs, self.nout, self.attrs,
                             np_io=self.np_io, in_names=self.in_names,
                             out_names=self.out_names, aux=self.aux)
+        node.json_op, node.json_attrs, node.json_order = (self.json_op, self.json_attrs,
+                                                          self.json_order)
+        return node
 
     def run(self, arrays):
         """The outputs (legacy ``NDArray`` views) for input arrays of any kind."""
@@ -180,7 +190,28 @@ def apply(label, func, args, kwargs, name=None, nout=None, np_io=True):
     attrs = {k: repr(v) for k, v in kwargs.items() if not isinstance(v, Symbol)}
     node = FunctionNode(label, _name.NameManager._thread_current().get(name, short), call,
                         entries, nout, attrs, np_io=np_io)
+    if np_io:
+        _spell(node, label, args, kwargs)
     return (NpSymbol if np_io else Symbol)([(node, i) for i in range(nout)])
+
+
+def _spell(node, label, args, kwargs):
+    """Give ``node`` MXNet's operator and attributes for the call, where MXNet has one."""
+    from . import _npi_write
+
+    got = _npi_write.encode(label, args, kwargs)
+    if got is None:
+        return
+    op, attrs, inputs = got
+    order = []
+    for sym in inputs:
+        (entry,) = sym._heads
+        pos = next((k for k, e in enumerate(node.inputs)
+                    if e[0] is entry[0] and e[1] == entry[1] and k not in order), None)
+        if pos is None:
+            return
+        order.append(pos)
+    node.json_op, node.json_attrs, node.json_order = op, attrs, order
 
 
 def _traced(label, call, entries, np_io):
