@@ -167,6 +167,11 @@ class CachedGraph:
             return outs[0]
         return regroup(outs, self.out_fmt)[0]
 
+    def prepare(self, args, ctx):
+        """Build now what the first call would: the parameters' copies for ``ctx`` and,
+        outside recording and training, the fused inference plan (``optimize_for``)."""
+        self._plan_for(self._values(args, ctx))
+
     def _plan_for(self, vals):
         """The plan for this call: the fused inference plan in predict mode outside
         ``autograd.record()`` (it has no gradient, and BatchNorm's training mode
@@ -252,40 +257,49 @@ def call_cached(block, x, args):
         if type(entry) is CachedGraph:
             return entry.run1(x, ctx)
     full = (x, *args)
-    key = _signature(full)
-    entry = block._cached_graphs.get(key)
+    entry = build(block, full)
     if entry is _EAGER:
         return _eager(block, x, args)
-    if entry is None:
-        try:
-            graph, data_names, fmt, out_np = trace(block, full)
-        except NotImplementedForSymbol:
-            raise  # value-dependent Python code: MXNet's error at trace time
-        except NpSymbolUnsupported:  # np semantics a legacy graph cannot express
-            block._cached_graphs[key] = _EAGER
-            return _eager(block, x, args)
-        except Exception as err:  # noqa: BLE001 - e.g. code that creates NDArrays itself
-            warnings.warn(f"{type(block).__name__} '{block.name}' cannot be traced into a "
-                          f"graph ({type(err).__name__}: {err}); it runs eagerly for inputs "
-                          "of this signature", stacklevel=3)
-            block._cached_graphs[key] = _EAGER
-            return _eager(block, x, args)
-        params = {p.name: p for p in block.collect_params().values()}
-        try:
-            _init_deferred(graph, data_names, [a for a in full if a is not None], params,
-                           getattr(block, "_trace_param_shapes", None))
-        except Exception as err:  # shape rules missing for some operator: eager once
-            pending = [p.name for p in params.values() if p._data is None and p._deferred_init]
-            if not pending:
-                raise
-            warnings.warn(f"hybridize: graph shape inference failed ({err}); initializing "
-                          "parameters with one eager forward", stacklevel=3)
-            block._eager_forward(x, *args)
-        entry = CachedGraph(graph, data_names, params, fmt, out_np)
-        block._cached_graphs[key] = entry
-        block._cached_graph = ([_sym.var(n) for n in data_names], graph)
     ctx = x._ctx if isinstance(x, NDArray) else None
     return entry.run([a for a in full if a is not None], ctx)
+
+
+def build(block, full):
+    """The cached entry of ``block`` for the signature of arguments ``full``, traced now if
+    there is none: a :class:`CachedGraph`, or ``_EAGER`` for code a graph cannot hold."""
+    key = _signature(full)
+    entry = block._cached_graphs.get(key)
+    if entry is not None:
+        return entry
+    x, args = full[0], full[1:]
+    try:
+        graph, data_names, fmt, out_np = trace(block, full)
+    except NotImplementedForSymbol:
+        raise  # value-dependent Python code: MXNet's error at trace time
+    except NpSymbolUnsupported:  # np semantics a legacy graph cannot express
+        block._cached_graphs[key] = _EAGER
+        return _EAGER
+    except Exception as err:  # noqa: BLE001 - e.g. code that creates NDArrays itself
+        warnings.warn(f"{type(block).__name__} '{block.name}' cannot be traced into a "
+                      f"graph ({type(err).__name__}: {err}); it runs eagerly for inputs "
+                      "of this signature", stacklevel=4)
+        block._cached_graphs[key] = _EAGER
+        return _EAGER
+    params = {p.name: p for p in block.collect_params().values()}
+    try:
+        _init_deferred(graph, data_names, [a for a in full if a is not None], params,
+                       getattr(block, "_trace_param_shapes", None))
+    except Exception as err:  # shape rules missing for some operator: eager once
+        pending = [p.name for p in params.values() if p._data is None and p._deferred_init]
+        if not pending:
+            raise
+        warnings.warn(f"hybridize: graph shape inference failed ({err}); initializing "
+                      "parameters with one eager forward", stacklevel=4)
+        block._eager_forward(x, *args)
+    entry = CachedGraph(graph, data_names, params, fmt, out_np)
+    block._cached_graphs[key] = entry
+    block._cached_graph = ([_sym.var(n) for n in data_names], graph)
+    return entry
 
 
 def export(block, path, epoch=0):
@@ -401,6 +415,11 @@ def _make_symbol_block():
             if isinstance(x, Symbol):
                 subst = {n: s._heads[0] for n, s in zip(self._sym_inputs, full)}
                 return self._cached_graph[1]._clone(subst)
+            entry = self._build(full)
+            return entry.run(list(full), x._ctx)
+
+        def _build(self, full):
+            """The cached plan for the signature of ``full``, built now if there is none."""
             key = _signature(full)
             entry = self._cached_graphs.get(key)
             if entry is None:
@@ -412,7 +431,7 @@ def _make_symbol_block():
                 out_np = True if any(getattr(a, "_is_np", False) for a in full) else None
                 entry = CachedGraph(graph, self._sym_inputs, params, self._out_format, out_np)
                 self._cached_graphs[key] = entry
-            return entry.run(list(full), x._ctx)
+            return entry
 
         def hybrid_forward(self, F, x, *args, **kwargs):
             raise NotImplementedError("SymbolBlock runs its graph (forward)")

@@ -600,9 +600,14 @@ class HybridBlock(Block):
         ``hybridize()`` and one forward first. Returns the two file names."""
         return _hybrid.export(self, path, epoch)
 
-    def optimize_for(self, x, *args, backend=None, **kwargs):
-        """Not available: ferromx has no graph partitioning backends."""
-        raise NotImplementedError("ferromx has no graph backends (optimize_for)")
+    def optimize_for(self, x, *args, backend=None, clear=False, static_alloc=False,
+                     static_shape=False, **kwargs):
+        """Hybridize and build the graph for inputs ``(x, *args)`` now, without running
+        it, for ``backend`` (MXNet's CPU names: ``"MKLDNN"``; ferromx's own fusions are
+        its backend, see ``gluon/_optimize.py``). ``export`` or inference may follow."""
+        from ._optimize import optimize_block
+
+        optimize_block(self, x, args, backend, clear, static_alloc, static_shape, **kwargs)
 
 
 def _sequential_forward(children, x, args):

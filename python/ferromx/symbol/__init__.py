@@ -45,9 +45,10 @@ def _install_nd_functions():
 
 _install_nd_functions()
 
-from . import _nd_functions
+from . import _nd_functions, _optimize
 
 __all__ += _nd_functions.install(globals())  # noqa: PLE0605
+_optimize.install(Symbol)
 
 np = numpy = _np_symbol.np
 npx = numpy_extension = _np_symbol.npx

@@ -87,8 +87,7 @@ def install(ns):
             setattr(Symbol, meth, _method(ns[meth]))
     if not hasattr(Symbol, "diag"):
         Symbol.diag = _method(ns["diag"])
-    for meth in ("backward", "detach", "as_in_context", "get_backend_symbol",
-                 "optimize_for"):
+    for meth in ("backward", "detach", "as_in_context", "get_backend_symbol"):
         if not hasattr(Symbol, meth):
             setattr(Symbol, meth, _unsupported(meth))
     return added + ["linalg", "image", "op", "sparse", "pow"]
