@@ -5,7 +5,7 @@
 //! column buffer; with fewer samples than cores the gemm itself goes parallel.
 
 use super::epilogue::Epilogue;
-use super::{winograd, Geom};
+use super::{direct, winograd, Geom};
 use crate::engine::OpFailure;
 use crate::opdef::OpCall;
 use crate::storage::{dispatch, fanout, matmul, matmul_seq, GemmElem, Kernel};
@@ -13,7 +13,9 @@ use num_traits::Float;
 use parking_lot::Mutex;
 
 /// Element types the convolution kernels run on.
-pub(crate) trait ConvElem: GemmElem + Float + std::ops::AddAssign + Send + Sync + crate::dtype::Elem {
+pub(crate) trait ConvElem:
+    GemmElem + Float + std::ops::AddAssign + Send + Sync + crate::dtype::Elem + direct::AsF32
+{
     /// Calls `f` with this thread's convolution workspace of at least `len`
     /// elements (contents unspecified; a nested call, or one over
     /// [`WORKSPACE_KEEP`] elements, gets a fresh buffer).
@@ -327,6 +329,9 @@ pub(crate) fn forward_with<T: ConvElem>(
     if winograd::applies(g) {
         return winograd::forward(g, x, w, bias, epi, out);
     }
+    if direct::applies::<T>(g) && direct::forward(g, x, w, bias, epi, out) {
+        return;
+    }
     let (og, rows, op) = (g.og(), g.rows(), g.op());
     let nbmax = batch(g);
     let direct = nbmax == 1 && g.pointwise();
@@ -404,6 +409,11 @@ pub(crate) fn forward_with<T: ConvElem>(
 pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [T]) {
     if winograd::applies_data_grad(g) {
         return winograd::backward_data(g, dy, w, dx);
+    }
+    if let Some(t) = direct::data_grad_geom::<T>(g) {
+        if direct::backward_data(g, &t, dy, w, dx) {
+            return;
+        }
     }
     let (cg, og, rows, ip, op) = (g.cg(), g.og(), g.rows(), g.ip(), g.op());
     let nbmax = batch(g);

@@ -10,6 +10,7 @@
 
 pub(crate) mod cpu;
 mod deformable;
+mod direct;
 mod epilogue;
 mod fused;
 mod layout;

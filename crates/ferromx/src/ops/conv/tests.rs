@@ -473,3 +473,90 @@ fn f4_takes_layers_whose_transformed_filter_is_small() {
     assert!(super::winograd::f4_filter_fits::<f32>(&mid)); // 9.4 MB
     assert!(!super::winograd::f4_filter_fits::<f32>(&big)); // 36 MB: F(2×2)
 }
+
+/// The direct kernel of thin layers (`direct.rs`, float32).
+mod direct_kernel {
+    use super::super::cpu::forward_with;
+    use super::super::direct;
+    use super::super::epilogue::Epilogue;
+    use super::*;
+
+    fn direct_cases() -> Vec<Geom> {
+        vec![
+            // LeNet's two layers (a few samples)
+            geom(3, 1, 6, 1, [1, 28, 28], [1, 5, 5], [1, 1, 1], [1, 1, 1], [0, 2, 2]),
+            geom(3, 6, 16, 1, [1, 14, 14], [1, 5, 5], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+            // 11 channels: blocks of 6 and 5; a row of 21 = a vector and a 5-wide tail
+            geom(2, 3, 11, 1, [1, 9, 21], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
+            // rectangular kernel, unequal pads, one output channel
+            geom(2, 2, 1, 1, [1, 7, 12], [1, 3, 5], [1, 1, 1], [1, 1, 1], [0, 1, 2]),
+            // a 1×3 kernel with pad 2 (> k/2, < k), 16 channels
+            geom(4, 2, 16, 1, [1, 4, 18], [1, 1, 3], [1, 1, 1], [1, 1, 1], [0, 0, 2]),
+        ]
+    }
+
+    fn f32s(v: &[f64]) -> Vec<f32> {
+        v.iter().map(|&x| x as f32).collect()
+    }
+
+    fn close(got: &[f32], want: &[f64], what: &str) {
+        for (i, (a, e)) in got.iter().zip(want).enumerate() {
+            assert!((*a as f64 - e).abs() < 1e-5 * (1.0 + e.abs()), "{what}[{i}]: {a} vs {e}");
+        }
+    }
+
+    #[test]
+    fn thin_float32_layers_take_the_direct_kernel_both_ways() {
+        for g in direct_cases() {
+            assert!(direct::applies::<f32>(&g), "{g:?}");
+            assert!(direct::data_grad_geom::<f32>(&g).is_some(), "{g:?}");
+            assert!(!direct::applies::<f64>(&g), "float64 keeps im2col");
+        }
+        // not: strided, grouped, too many channels, 1×1
+        let no = [
+            geom(2, 3, 4, 1, [1, 9, 9], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
+            geom(2, 4, 4, 2, [1, 9, 9], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
+            geom(2, 3, 17, 1, [1, 9, 9], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
+            geom(2, 3, 4, 1, [1, 9, 9], [1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 0, 0]),
+        ];
+        assert!(no.iter().all(|g| !direct::applies::<f32>(g)));
+    }
+
+    #[test]
+    fn direct_forward_and_data_gradient_match_the_definition() {
+        for g in direct_cases() {
+            let x = rand(g.n * g.c * g.ip(), 11);
+            let w = rand(g.o * g.rows(), 12);
+            let b = rand(g.o, 13);
+            let dy = rand(g.n * g.o * g.op(), 14);
+            let mut out = vec![7f32; g.n * g.o * g.op()];
+            forward(&g, &f32s(&x), &f32s(&w), Some(&f32s(&b)), &mut out);
+            close(&out, &naive(&g, &x, &w, Some(&b)), &format!("{g:?} y"));
+            let mut dx = vec![7f32; x.len()];
+            backward_data(&g, &f32s(&dy), &f32s(&w), &mut dx);
+            // dx by the definition: an entry is the derivative of <conv(x, w), dy>
+            // along a unit input (every 7th entry, borders included)
+            for i in (0..x.len()).step_by(7).chain([x.len() - 1]) {
+                let mut e = vec![0.0; x.len()];
+                e[i] = 1.0;
+                let want = dot(&naive(&g, &e, &w, None), &dy);
+                close(&dx[i..=i], &[want], &format!("{g:?} dx[{i}]"));
+            }
+        }
+    }
+
+    #[test]
+    fn direct_epilogue_is_applied_per_row() {
+        let g = direct_cases()[1];
+        let (x, w) = (f32s(&rand(g.n * g.c * g.ip(), 15)), f32s(&rand(g.o * g.rows(), 16)));
+        let mut plain = vec![0f32; g.n * g.o * g.op()];
+        forward(&g, &x, &w, None, &mut plain);
+        let relu = Epilogue { relu: true, ..Epilogue::NONE };
+        let mut out = vec![0f32; plain.len()];
+        forward_with(&g, &x, &w, None, &relu, &mut out);
+        assert!(plain.iter().any(|&v| v < 0.0));
+        for (a, p) in out.iter().zip(&plain) {
+            assert_eq!(*a, p.max(0.0));
+        }
+    }
+}
