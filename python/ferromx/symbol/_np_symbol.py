@@ -294,6 +294,12 @@ class NpSymbol(Symbol):
     def __getitem__(self, key):
         if len(self._heads) > 1 and isinstance(key, (int, str, slice)):
             return NpSymbol(Symbol.__getitem__(self, key)._heads)
+        from ._npi_write import basic_key
+
+        basic = None if getattr(_TRACE, "value", None) is not None else basic_key(key)
+        if basic is not None and basic[1]:  # ints: a slice, then a squeeze (MXNet operators)
+            sliced = _method("__getitem__")(self, basic[0])
+            return _method("squeeze")(sliced, axis=basic[1])
         return _method("__getitem__")(self, key)
 
     def __repr__(self):

@@ -173,6 +173,8 @@ def encode(label, args, kwargs):
             return None
         lhs, rhs = (args[1], args[0]) if swapped else args
         return _binary(name, lhs, rhs)
+    if method and name == "getitem" and len(args) == 2 and not kwargs:
+        return _getitem(args[0], args[1])
     if method and name in ("reshape", "transpose") and len(args) > 2:  # x.reshape(2, 3)
         args = (args[0], tuple(args[1:]))
     special = _SPECIAL.get(name)
@@ -274,6 +276,47 @@ def _where(params, values):
     if _number(x) and _number(y):
         return "_npi_where_scalar2", {"x": str(float(x)), "y": str(float(y))}, [cond]
     return None
+
+
+def _int(v):
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def basic_key(key):
+    """``key`` as slices only plus the axes its ints index (``x[0, 1:3]`` is
+    ``x[0:1, 1:3]`` squeezed on axis 0), or ``None`` for other keys (arrays, ``...``,
+    ``None``). ``NpSymbol.__getitem__`` builds such an index as a slice then a squeeze,
+    so each node is one MXNet operator."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not items:
+        return None
+    slices, ints = [], []
+    for axis, item in enumerate(items):
+        if _int(item):
+            i = int(item)
+            slices.append(slice(i, None if i == -1 else i + 1))
+            ints.append(axis)
+        elif isinstance(item, slice) and all(v is None or _int(v)
+                                              for v in (item.start, item.stop, item.step)):
+            if item.step == 0:
+                return None
+            slices.append(item)
+        else:
+            return None
+    return tuple(slices), tuple(ints)
+
+
+def _getitem(x, key):
+    """A slices-only index as MXNet's ``slice`` (begin, end, step; ``None`` where open)."""
+    got = basic_key(key)
+    if not _symbolic(x) or got is None or got[1]:
+        return None
+    slices = got[0]
+    attrs = {k: _fmt(tuple(getattr(sl, a) for sl in slices))
+             for k, a in (("begin", "start"), ("end", "stop"), ("step", "step"))}
+    if all(sl.step is None for sl in slices):
+        del attrs["step"]
+    return "slice", attrs, [x]
 
 
 _SPECIAL = {"split": _split, "tensordot": _tensordot, "arange": _arange, "where": _where}
