@@ -211,3 +211,10 @@ def test_reduction_initial_and_argmax_keepdims_follow_numpy():
     doc["nodes"][1]["attrs"]["keepdims"] = "True"
     got = _run(mx.sym.load_json(json.dumps(doc)))[0]
     onp.testing.assert_array_equal(got, onp.argmax(a, axis=1)[:, None])
+
+
+def test_transpose_axes_default_spelling_reverses_all_axes():
+    doc = json.loads(CASES["F.transpose(a)"]["json"])
+    (node,) = [n for n in doc["nodes"] if n["op"] == "_np_transpose"]
+    node.setdefault("attrs", {})["axes"] = "()"  # MXNet's parameter default
+    onp.testing.assert_array_equal(_run(mx.sym.load_json(json.dumps(doc)))[0], INPUTS["a"].T)

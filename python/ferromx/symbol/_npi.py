@@ -160,6 +160,8 @@ def _kwargs(spec, attrs):
         if key not in attrs:
             continue
         value = parse(attrs[key])
+        if key == "axes" and value == ():  # MXNet's default spelling of "reverse them all"
+            continue
         if isinstance(target, int):
             positional[target] = value
         elif value is not None or key == "axis":
