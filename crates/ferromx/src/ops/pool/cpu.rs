@@ -90,32 +90,77 @@ fn tiled(g: &PoolGeom) -> bool {
 fn forward_tiled<T: ConvElem>(g: &PoolGeom, x: &[T], out: &mut [T]) {
     let (ip, op, (kh, kw), (iw, ow)) = (g.ip(), g.op(), (g.k[1], g.k[2]), (g.ind[2], g.outd[2]));
     let div = T::from(kh * kw).unwrap_or_else(T::one);
+    // (the `for_planes` closure is a dynamic call: `dispatch` inside it compiles the
+    // loops for the CPU's vector width)
     for_planes(out, op, g.planes * op * kh * kw, &|first, block| {
-        for (j, o) in block.chunks_mut(op).enumerate() {
-            let xp = &x[(first + j) * ip..][..ip];
-            for (y, orow) in o.chunks_mut(ow).enumerate() {
-                let init = if g.kind == PoolKind::Max { T::neg_infinity() } else { T::zero() };
-                orow.fill(init);
-                for r in 0..kh {
-                    let row = &xp[(y * kh + r) * iw..][..ow * kw];
-                    for (d, win) in orow.iter_mut().zip(row.chunks_exact(kw)) {
-                        for &v in win {
-                            if g.kind == PoolKind::Max {
-                                if v > *d || v.is_nan() {
-                                    *d = v
-                                }
-                            } else {
-                                *d += v;
+        dispatch(
+            #[inline(always)]
+            || {
+                for (j, o) in block.chunks_mut(op).enumerate() {
+                    let xp = &x[(first + j) * ip..][..ip];
+                    for (y, orow) in o.chunks_mut(ow).enumerate() {
+                        let init = if g.kind == PoolKind::Max { T::neg_infinity() } else { T::zero() };
+                        orow.fill(init);
+                        let max = g.kind == PoolKind::Max;
+                        for r in 0..kh {
+                            let row = &xp[(y * kh + r) * iw..][..ow * kw];
+                            match kw {
+                                // a constant window width lets LLVM vectorise the row (deinterleaving)
+                                2 => fold_row::<T, 2>(orow, row, max),
+                                3 => fold_row::<T, 3>(orow, row, max),
+                                _ => fold_row_any(orow, row, kw, max),
                             }
+                        }
+                        if g.kind == PoolKind::Avg {
+                            orow.iter_mut().for_each(|v| *v = *v / div);
                         }
                     }
                 }
-                if g.kind == PoolKind::Avg {
-                    orow.iter_mut().for_each(|v| *v = *v / div);
+            },
+        )
+    });
+}
+
+/// Folds one input row into the output row: each output takes the max (`max`)
+/// or the sum of its `K` adjacent inputs (NaN wins a max, as in [`forward`]).
+#[inline(always)]
+fn fold_row<T: ConvElem, const K: usize>(orow: &mut [T], row: &[T], max: bool) {
+    let (wins, _) = row.as_chunks::<K>();
+    for (d, win) in orow.iter_mut().zip(wins) {
+        for &v in win {
+            if max {
+                if v > *d || v.is_nan() {
+                    *d = v
                 }
+            } else {
+                *d += v;
             }
         }
-    });
+    }
+}
+
+/// [`fold_row`] for any window width.
+fn fold_row_any<T: ConvElem>(orow: &mut [T], row: &[T], k: usize, max: bool) {
+    for (d, win) in orow.iter_mut().zip(row.chunks_exact(k)) {
+        for &v in win {
+            if max {
+                if v > *d || v.is_nan() {
+                    *d = v
+                }
+            } else {
+                *d += v;
+            }
+        }
+    }
+}
+
+/// Writes `g / scale` over each output's `K` inputs of one gradient row.
+#[inline(always)]
+fn spread_row<T: ConvElem, const K: usize>(drow: &mut [T], grow: &[T], scale: T) {
+    let (wins, _) = drow.as_chunks_mut::<K>();
+    for (win, &gv) in wins.iter_mut().zip(grow) {
+        *win = [gv / scale; K];
+    }
 }
 
 /// [`backward`] for [`tiled`] geometries: each output's gradient goes to its
@@ -124,36 +169,47 @@ fn backward_tiled<T: ConvElem>(g: &PoolGeom, dy: &[T], x: &[T], y: &[T], dx: &mu
     let (ip, op, (kh, kw), (iw, ow)) = (g.ip(), g.op(), (g.k[1], g.k[2]), (g.ind[2], g.outd[2]));
     let div = T::from(kh * kw).unwrap_or_else(T::one);
     for_planes(dx, ip, g.planes * op * kh * kw, &|first, block| {
-        for (j, d) in block.chunks_mut(ip).enumerate() {
-            let pl = first + j;
-            let (xp, yp, gp) = (&x[pl * ip..][..ip], &y[pl * op..][..op], &dy[pl * op..][..op]);
-            d.fill(T::zero());
-            for yo in 0..g.outd[1] {
-                let (grow, yrow) = (&gp[yo * ow..][..ow], &yp[yo * ow..][..ow]);
-                if g.kind != PoolKind::Max {
-                    for r in 0..kh {
-                        let drow = &mut d[(yo * kh + r) * iw..][..ow * kw];
-                        for (win, &gv) in drow.chunks_exact_mut(kw).zip(grow) {
-                            let v = if g.kind == PoolKind::Avg { gv / div } else { gv };
-                            win.fill(v);
+        dispatch(
+            #[inline(always)]
+            || {
+                for (j, d) in block.chunks_mut(ip).enumerate() {
+                    let pl = first + j;
+                    let (xp, yp, gp) = (&x[pl * ip..][..ip], &y[pl * op..][..op], &dy[pl * op..][..op]);
+                    d.fill(T::zero());
+                    for yo in 0..g.outd[1] {
+                        let (grow, yrow) = (&gp[yo * ow..][..ow], &yp[yo * ow..][..ow]);
+                        if g.kind != PoolKind::Max {
+                            let scale = if g.kind == PoolKind::Avg { div } else { T::one() };
+                            for r in 0..kh {
+                                let drow = &mut d[(yo * kh + r) * iw..][..ow * kw];
+                                match kw {
+                                    2 => spread_row::<T, 2>(drow, grow, scale),
+                                    3 => spread_row::<T, 3>(drow, grow, scale),
+                                    _ => {
+                                        for (win, &gv) in drow.chunks_exact_mut(kw).zip(grow) {
+                                            win.fill(gv / scale);
+                                        }
+                                    }
+                                }
+                            }
+                            continue;
                         }
-                    }
-                    continue;
-                }
-                for (xo, (&gv, &yv)) in grow.iter().zip(yrow).enumerate() {
-                    'win: for r in 0..kh {
-                        let base = (yo * kh + r) * iw + xo * kw;
-                        for xi in base..base + kw {
-                            let v = xp[xi];
-                            if v == yv || (v.is_nan() && yv.is_nan()) {
-                                d[xi] += gv;
-                                break 'win;
+                        for (xo, (&gv, &yv)) in grow.iter().zip(yrow).enumerate() {
+                            'win: for r in 0..kh {
+                                let base = (yo * kh + r) * iw + xo * kw;
+                                for xi in base..base + kw {
+                                    let v = xp[xi];
+                                    if v == yv || (v.is_nan() && yv.is_nan()) {
+                                        d[xi] += gv;
+                                        break 'win;
+                                    }
+                                }
                             }
                         }
                     }
                 }
-            }
-        }
+            },
+        )
     });
 }
 

@@ -75,6 +75,9 @@ fn cases() -> Vec<PoolGeom> {
         // Windows tiling the input (the row-by-row path), with a leftover column and row.
         v.push(geom(kind, [1, 6, 7], [1, 2, 2], [1, 2, 2], [0, 0, 0], false, true));
         v.push(geom(kind, [1, 7, 6], [1, 3, 2], [1, 3, 2], [0, 0, 0], false, false));
+        // window widths 3 (a constant-width row kernel) and 4 (the any-width one)
+        v.push(geom(kind, [1, 7, 10], [1, 3, 3], [1, 3, 3], [0, 0, 0], false, true));
+        v.push(geom(kind, [1, 5, 9], [1, 2, 4], [1, 2, 4], [0, 0, 0], false, true));
     }
     v
 }
