@@ -11,9 +11,10 @@ it takes and how its string attributes become that function's arguments.
 - Loading (:func:`node`): ``fromjson`` makes such a node a
   :class:`~ferromx.symbol._np_symbol.FunctionNode` that calls the function, keeping
   MXNet's operator name and attributes, so it is written back unchanged.
-- Writing (:func:`encode`): a function node built by ``mx.sym.np``/``mx.sym.npx`` (or an
-  np symbol's method) gets the MXNet operator and attributes MXNet's own ``mx.sym.np``
-  writes for the same call, so ``tojson`` can serialise it.
+- Writing (``_npi_write.encode``, from this table): a function node built by
+  ``mx.sym.np``/``mx.sym.npx`` (or an np symbol's method) gets the MXNet operator and
+  attributes MXNet's own ``mx.sym.np`` writes for the same call, so ``tojson`` can
+  serialise it.
 
 Names MXNet registers as aliases of legacy operators (``_npi_maximum`` is written
 ``broadcast_maximum``, ``_npx_fully_connected`` ``FullyConnected``) are table operators
