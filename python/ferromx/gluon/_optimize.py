@@ -42,8 +42,7 @@ def optimize_block(block, x, args, backend, clear, static_alloc, static_shape, *
                          f"{sorted(ctxs)}")
     block.hybridize(True, static_alloc=static_alloc, static_shape=static_shape,
                     backend=backend, clear=clear, **flags)
-    build = getattr(block, "_build", None)
-    entry = build(full) if build is not None else _hybrid.build(block, full)
+    entry = block._build(full)
     if isinstance(entry, _hybrid.CachedGraph):
         entry.prepare([a for a in full if a is not None], arrays[0]._ctx)
     return entry

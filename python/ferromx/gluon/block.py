@@ -600,6 +600,11 @@ class HybridBlock(Block):
         ``hybridize()`` and one forward first. Returns the two file names."""
         return _hybrid.export(self, path, epoch)
 
+    def _build(self, full):
+        """The cached entry for the signature of arguments ``full``, traced now if there
+        is none (``optimize_for``; ``SymbolBlock`` builds from its own graph)."""
+        return _hybrid.build(self, full)
+
     def optimize_for(self, x, *args, backend=None, clear=False, static_alloc=False,
                      static_shape=False, **kwargs):
         """Hybridize and build the graph for inputs ``(x, *args)`` now, without running

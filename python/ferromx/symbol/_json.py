@@ -24,13 +24,14 @@ def tojson(sym):
     for node in nodes:
         entry = {"op": "null" if node.op is None else node.json_op, "name": node.name}
         inputs = list(enumerate(node.inputs))
-        if hasattr(node, "call"):  # a function node, in MXNet's spelling (_npi)
+        function = hasattr(node, "call")  # a function node, in MXNet's spelling (_npi)
+        if function:
             attrs = dict(node.json_attrs)
             if node.json_order is not None:
                 inputs = [inputs[k] for k in node.json_order]
         else:
             attrs = dict(node.attrs)
-        if node.op is not None and not hasattr(node, "call") and _spec.is_variadic(node.op):
+        if node.op is not None and not function and _spec.is_variadic(node.op):
             attrs["num_args"] = str(len(node.inputs))
         if attrs:
             entry["attrs"] = {k: attrs[k] for k in sorted(attrs)}
@@ -39,7 +40,7 @@ def tojson(sym):
         out_nodes.append(entry)
         if node.op is None:
             total = 1
-        elif hasattr(node, "call"):
+        elif function:
             total = node.num_outputs()
         else:
             total = _spec.total_outputs(node.op, node.attrs)
@@ -98,9 +99,7 @@ def fromjson(text):
         if op_name == "null":
             nodes.append(_Node(None, entry["name"], attrs))
         elif op_name not in _spec.RESOLVE and _npi.is_known(op_name):
-            fn = _npi.node(op_name, entry["name"], attrs, inputs)
-            fn.json_attrs = attrs
-            nodes.append(fn)
+            nodes.append(_npi.node(op_name, entry["name"], attrs, inputs))
         else:
             op = _spec.resolve(op_name)
             nodes.append(_Node(op, entry["name"], attrs, inputs, json_op=op_name))

@@ -143,16 +143,19 @@ def _scalar(attrs):
     return int(value) if parse(attrs.get("is_int", "False")) is True else value
 
 
-def _split_outputs(attrs):
+def _split_points(attrs):
+    """``_split_v2``'s ``np.split`` argument: ``sections`` when given, else the split
+    points (``indices`` without MXNet's leading 0)."""
     sections = int(parse(attrs.get("sections", "0")) or 0)
-    if sections > 0:
-        return sections
-    return max(len(tuple(parse(attrs.get("indices", "()")))), 1)
+    return sections if sections > 0 else list(parse(attrs.get("indices", "()")))[1:]
 
 
 def num_outputs(op, attrs):
     """The number of outputs of MXNet operator ``op`` for its (string) ``attrs``."""
-    return _split_outputs(attrs) if SPEC[op].get("split") else 1
+    if not SPEC[op].get("split"):
+        return 1
+    points = _split_points(attrs)
+    return points if isinstance(points, int) else len(points) + 1
 
 
 def _kwargs(spec, attrs):
@@ -186,8 +189,7 @@ def _caller(op, spec, attrs):
             return lambda xs: func(xs[0], xs[1], s)
         return lambda xs: func(xs[0], s, xs[1])
     if spec.get("split"):
-        sections = int(parse(attrs.get("sections", "0")) or 0)
-        where = sections if sections > 0 else list(parse(attrs.get("indices", "()")))[1:]
+        where = _split_points(attrs)
         squeeze = parse(attrs.get("squeeze_axis", "False")) is True
         axis = kwargs.get("axis", 0)
 
@@ -266,7 +268,7 @@ def node(op, name, attrs, inputs):
                 else list(ins[:len(inputs)]))
     fn = FunctionNode(op, name, named, inputs, num_outputs(op, attrs), attrs,
                       in_names=in_names)
-    fn.json_op = op
+    fn.json_op, fn.json_attrs = op, attrs  # written back as read
     return fn
 
 

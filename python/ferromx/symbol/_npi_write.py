@@ -103,8 +103,6 @@ def _writable():
         ins = spec["ins"]
         n = "*" if ins[:1] == ("*data",) else len(ins)
         attrs = {kw: key for key, kw in spec["attrs"].items()}
-        if spec.get("keepdims_after"):
-            attrs["keepdims"] = "keepdims"
         table.setdefault(spec["func"], (op, n, attrs))
     table.update(_LEGACY)
     return table

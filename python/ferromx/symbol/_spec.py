@@ -224,14 +224,13 @@ def parse_attr(op, key, s):
         if op == "slice" and isinstance(v, tuple):
             # MXNet writes open ends as None ("(1, None)"); they reach the operator as
             # ndarray.slice passes them (NONE_INDEX)
+            from ..ndarray import _NONE_INDEX
+
             v = tuple(_NONE_INDEX if e is None else e for e in v)
         return v
     if key == "dtype":
         return s.strip("'\"")
     return _literal(s) if s[:1] in "([{0123456789-" else s.strip("'\"")
-
-
-_NONE_INDEX = -(2**63)  # (ndarray._NONE_INDEX: a None entry of slice's begin/end/step)
 
 
 def typed_attrs(op, attrs, ctx_str=None):

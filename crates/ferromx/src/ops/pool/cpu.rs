@@ -121,36 +121,35 @@ fn forward_tiled<T: ConvElem>(g: &PoolGeom, x: &[T], out: &mut [T]) {
     });
 }
 
-/// Folds one input row into the output row: each output takes the max (`max`)
-/// or the sum of its `K` adjacent inputs (NaN wins a max, as in [`forward`]).
+/// Folds one window into its output: the max (`max`; NaN wins, as in
+/// [`forward`]) or the sum.
+#[inline(always)]
+fn fold_window<T: ConvElem>(d: &mut T, win: &[T], max: bool) {
+    for &v in win {
+        if max {
+            if v > *d || v.is_nan() {
+                *d = v
+            }
+        } else {
+            *d += v;
+        }
+    }
+}
+
+/// Folds one input row into the output row, each output over its `K` adjacent
+/// inputs (a constant width, so the row vectorises).
 #[inline(always)]
 fn fold_row<T: ConvElem, const K: usize>(orow: &mut [T], row: &[T], max: bool) {
     let (wins, _) = row.as_chunks::<K>();
     for (d, win) in orow.iter_mut().zip(wins) {
-        for &v in win {
-            if max {
-                if v > *d || v.is_nan() {
-                    *d = v
-                }
-            } else {
-                *d += v;
-            }
-        }
+        fold_window(d, win, max);
     }
 }
 
 /// [`fold_row`] for any window width.
 fn fold_row_any<T: ConvElem>(orow: &mut [T], row: &[T], k: usize, max: bool) {
     for (d, win) in orow.iter_mut().zip(row.chunks_exact(k)) {
-        for &v in win {
-            if max {
-                if v > *d || v.is_nan() {
-                    *d = v
-                }
-            } else {
-                *d += v;
-            }
-        }
+        fold_window(d, win, max);
     }
 }
 
