@@ -182,10 +182,10 @@ fn has_fast_f32(op: UnaryOp) -> bool {
 /// f32 kernels with a faster implementation than the generic one.
 fn fast_f32(op: UnaryOp, x: &[f32], o: &mut [f32]) {
     match op {
-        UnaryOp::Exp => map1(x, o, exp_core),
-        // exp_core covers the whole f32 range, so sigmoid is exact to f32
+        UnaryOp::Exp => super::exp::exp_slice(x, o),
+        // The exp covers the whole f32 range, so sigmoid is exact to f32
         // rounding at both tails and the whole loop vectorises.
-        UnaryOp::Sigmoid => map1(x, o, |v| 1.0 / (1.0 + exp_core(-v))),
+        UnaryOp::Sigmoid => super::exp::sigmoid_slice(x, o),
         _ => map1(x, o, |v| if v > 0.0 || v.is_nan() { v } else { 0.0 }),
     }
 }

@@ -7,6 +7,7 @@
 //! one `UnaryOp` variant, one kernel arm in `cpu.rs` and one line here.
 
 mod cpu;
+mod exp;
 mod special;
 #[cfg(test)]
 mod tests;
