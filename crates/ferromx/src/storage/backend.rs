@@ -32,8 +32,7 @@ impl Backend for Host {
         "host"
     }
     fn allocate(&self, bytes: usize) -> Option<(NonNull<u8>, usize)> {
-        let class = size_class(bytes);
-        pool::take(class).map(|p| (p, class))
+        pool::take(size_class(bytes))
     }
     fn release(&self, ptr: NonNull<u8>, class: usize) {
         pool::give(ptr, class)

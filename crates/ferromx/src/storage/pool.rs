@@ -66,27 +66,51 @@ pub(crate) fn size_class(bytes: usize) -> usize {
     bytes.div_ceil(step) * step
 }
 
-/// Takes a buffer of class `class` from the pool or the allocator; `None`
+/// Takes a buffer for a request of class `class` from the pool (see
+/// [`take_pooled`]) or the allocator, with the class of the buffer given; `None`
 /// when the system cannot provide it (the caller reports an error).
-pub(crate) fn take(class: usize) -> Option<NonNull<u8>> {
+pub(crate) fn take(class: usize) -> Option<(NonNull<u8>, usize)> {
     if class == 0 {
         // A dangling, aligned pointer for empty arrays; never dereferenced.
-        return NonNull::new(ALIGN as *mut u8);
+        return NonNull::new(ALIGN as *mut u8).map(|p| (p, 0));
     }
     let p = pool();
-    if let Some(addr) = p.free.lock().get_mut(&class).and_then(|v| v.pop()) {
-        p.pooled.fetch_sub(class as u64, Ordering::Relaxed);
+    if let Some((addr, got)) = take_pooled(&mut p.free.lock(), class) {
+        p.pooled.fetch_sub(got as u64, Ordering::Relaxed);
         p.hits.fetch_add(1, Ordering::Relaxed);
-        p.count_taken(class);
-        return NonNull::new(addr as *mut u8);
+        p.count_taken(got);
+        return NonNull::new(addr as *mut u8).map(|q| (q, got));
     }
     p.misses.fetch_add(1, Ordering::Relaxed);
     let layout = Layout::from_size_align(class, ALIGN).ok()?;
     // SAFETY: class > 0, so the layout has non-zero size.
     let ptr = NonNull::new(unsafe { System.alloc(layout) })?;
     p.count_taken(class);
-    Some(ptr)
+    Some((ptr, class))
 }
+
+/// A pooled buffer for a request of class `class`: one of that class, or else
+/// one of the next classes up to [`FIT_SLACK`] larger (the buffer keeps its own
+/// class, so it returns to its own list).
+///
+/// Why: a training step's arrays come in many sizes, and with exact classes
+/// only, a request whose class was empty allocated anew while buffers a class
+/// or two larger sat idle. On ResNet-18 training (batch 64) that held the pool
+/// about 100 MB above its live peak, and peak RSS passed MXNet's.
+fn take_pooled(free: &mut HashMap<usize, Vec<usize>>, class: usize) -> Option<(usize, usize)> {
+    if let Some(addr) = free.get_mut(&class).and_then(Vec::pop) {
+        return Some((addr, class));
+    }
+    if class <= 65536 {
+        return None;
+    }
+    let limit = class + class / FIT_SLACK;
+    let got = free.iter().filter(|(&c, v)| c > class && c <= limit && !v.is_empty()).map(|(&c, _)| c).min()?;
+    free.get_mut(&got).and_then(Vec::pop).map(|addr| (addr, got))
+}
+
+/// A request may take a pooled buffer up to `1 / FIT_SLACK` larger than its class.
+const FIT_SLACK: usize = 4;
 
 impl Pool {
     /// Counts a buffer of `class` bytes handed out and updates the peaks.
@@ -166,5 +190,30 @@ pub fn release_pool() {
             // and are owned by the pool alone.
             unsafe { System.dealloc(addr as *mut u8, layout) };
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_takes_its_class_or_the_smallest_fitting_larger_one() {
+        let c = size_class(1 << 20); // 1 MiB
+        let up1 = size_class(c + 1); // one eighth-step up
+        let far = size_class(2 * c); // twice as large: past the slack
+        let mut free: HashMap<usize, Vec<usize>> = HashMap::new();
+        free.insert(far, vec![3]);
+        assert_eq!(take_pooled(&mut free, c), None, "a buffer twice as large is not taken");
+        free.insert(size_class(up1 + 1), vec![2]);
+        free.insert(up1, vec![1]);
+        assert_eq!(take_pooled(&mut free, c), Some((1, up1)), "the smallest larger class first");
+        assert_eq!(take_pooled(&mut free, c), Some((2, size_class(up1 + 1))));
+        assert_eq!(take_pooled(&mut free, c), None);
+        free.insert(c, vec![7]);
+        assert_eq!(take_pooled(&mut free, c), Some((7, c)), "its own class");
+        // Small classes (powers of two) take their own class only.
+        free.insert(1024, vec![9]);
+        assert_eq!(take_pooled(&mut free, 512), None);
     }
 }

@@ -165,6 +165,9 @@ fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Vec<T> {
     u
 }
 
+/// Output channels per block of the flipped gather in [`gather_taps`].
+const FLIP_BLOCK: usize = 16;
+
 /// Kernels [`filter_rows`] gathers at a time.
 const KERNEL_BLOCK: usize = 16;
 
@@ -202,11 +205,19 @@ pub(super) fn gather_taps<T: ConvElem>(
     let (l0, nb) = (rows.start, rows.len());
     if flip {
         // Row l is input channel l; its kernels lie at w[x][l] for every output channel x.
-        for x in 0..cross {
-            let (kernels, _) = w[(x * c + l0) * 9..][..nb * 9].as_chunks::<9>();
-            for (b, k) in kernels.iter().enumerate() {
+        // Blocks of FLIP_BLOCK output channels: the block's kernels (FLIP_BLOCK runs of
+        // `nb · 9` values) stay in L1 while each of the `nb · 9` destination rows gets one
+        // contiguous run. Looping over x outermost wrote `nb · 9` rows `cross` apart per
+        // x, a cache miss each: on a 512 × 512 layer that scatter cost 12 % of the data
+        // gradient.
+        for x0 in (0..cross).step_by(FLIP_BLOCK) {
+            let xs = FLIP_BLOCK.min(cross - x0);
+            for b in 0..nb {
                 for j in 0..9 {
-                    k9[(b * 9 + j) * cross + x] = k[8 - j];
+                    let dst = &mut k9[(b * 9 + j) * cross + x0..][..xs];
+                    for (i, d) in dst.iter_mut().enumerate() {
+                        *d = w[((x0 + i) * c + l0 + b) * 9 + 8 - j];
+                    }
                 }
             }
         }
