@@ -211,6 +211,18 @@ fn span(off: isize, ow: usize, iw: usize) -> (usize, usize, usize) {
     (lo, hi, (lo as isize + off).max(0) as usize)
 }
 
+/// [`span`] for a stride `s > 1`: the outputs `lo..hi` whose input column
+/// `xo · s + off` lies in `0..iw`, and the first one's input column. The strided
+/// rows of `im2col`/`col2im` then run without a bounds check per element (that
+/// check made the 1×1 stride-2 data gradient cost 2.8× its forward).
+pub(super) fn span_strided(off: isize, ow: usize, iw: usize, s: usize) -> (usize, usize, usize) {
+    let si = s as isize;
+    let lo = if off >= 0 { 0 } else { (-off + si - 1) / si }.min(ow as isize) as usize;
+    let room = iw as isize - off;
+    let hi = if room <= 0 { lo } else { (((room + si - 1) / si) as usize).clamp(lo, ow) };
+    (lo, hi, if hi > lo { (lo as isize * si + off) as usize } else { 0 })
+}
+
 /// Fills `col` (rows `c, kd, kh, kw` at stride `ld`; columns the output
 /// positions) from one group of one sample `x` (`cg × D × H × W`).
 pub(super) fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T], ld: usize) {
@@ -250,10 +262,12 @@ pub(super) fn im2col<T: ConvElem>(g: &Geom, x: &[T], col: &mut [T], ld: usize) {
                                 dst[lo..hi].copy_from_slice(&xrow[s0..s0 + hi - lo]);
                                 dst[hi..].fill(zero);
                             } else {
-                                for (xo, v) in dst.iter_mut().enumerate() {
-                                    let xi = (xo * g.s[2]) as isize + off_w;
-                                    *v = if (0..iw as isize).contains(&xi) { xrow[xi as usize] } else { zero };
+                                let (lo, hi, s0) = span_strided(off_w, ow, iw, g.s[2]);
+                                dst[..lo].fill(zero);
+                                for (d, &v) in dst[lo..hi].iter_mut().zip(xrow[s0..].iter().step_by(g.s[2])) {
+                                    *d = v;
                                 }
+                                dst[hi..].fill(zero);
                             }
                         }
                     }
@@ -296,11 +310,9 @@ pub(super) fn col2im<T: ConvElem>(g: &Geom, col: &[T], dx: &mut [T], ld: usize) 
                                     *d += v;
                                 }
                             } else {
-                                for (xo, &v) in src.iter().enumerate() {
-                                    let xi = (xo * g.s[2]) as isize + off_w;
-                                    if (0..iw as isize).contains(&xi) {
-                                        xrow[xi as usize] += v;
-                                    }
+                                let (lo, hi, s0) = span_strided(off_w, ow, iw, g.s[2]);
+                                for (d, &v) in xrow[s0..].iter_mut().step_by(g.s[2]).zip(&src[lo..hi]) {
+                                    *d += v;
                                 }
                             }
                         }

@@ -560,3 +560,22 @@ mod direct_kernel {
         }
     }
 }
+
+#[test]
+fn strided_spans_are_exactly_the_in_bounds_outputs() {
+    for s in 2..5usize {
+        for iw in 1..12usize {
+            for ow in 0..8usize {
+                for off in -5isize..6 {
+                    let inside: Vec<usize> =
+                        (0..ow).filter(|&xo| (0..iw as isize).contains(&(xo as isize * s as isize + off))).collect();
+                    let (lo, hi, s0) = super::cpu::span_strided(off, ow, iw, s);
+                    assert_eq!((lo..hi).collect::<Vec<_>>(), inside, "s {s} iw {iw} ow {ow} off {off}");
+                    if hi > lo {
+                        assert_eq!(s0 as isize, lo as isize * s as isize + off);
+                    }
+                }
+            }
+        }
+    }
+}
