@@ -22,11 +22,7 @@ use crate::ops::par::{chunked, map1, PAR_MIN};
 /// `o[i] = e^x[i]`, split across cores when large.
 pub(crate) fn exp_slice(x: &[f32], o: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(v4) = pulp::x86::V4::try_new() {
-        chunked(o, PAR_MIN, |s, oc| {
-            let n = oc.len();
-            v4::run(v4, &x[s..s + n], oc);
-        });
+    if split(x, o, v4::run) {
         return;
     }
     map1(x, o, exp_core);
@@ -35,14 +31,22 @@ pub(crate) fn exp_slice(x: &[f32], o: &mut [f32]) {
 /// `o[i] = 1 / (1 + e^-x[i])` with the same `exp` as [`exp_slice`].
 pub(crate) fn sigmoid_slice(x: &[f32], o: &mut [f32]) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(v4) = pulp::x86::V4::try_new() {
-        chunked(o, PAR_MIN, |s, oc| {
-            let n = oc.len();
-            v4::run_neg(v4, &x[s..s + n], oc);
-        });
+    if split(x, o, v4::run_neg) {
         return;
     }
     map1(x, o, |v| 1.0 / (1.0 + exp_core(-v)));
+}
+
+/// Runs the AVX-512 routine `f` over `x` into `o`, split across cores when large;
+/// `false` (nothing written) when the CPU lacks AVX-512.
+#[cfg(target_arch = "x86_64")]
+fn split(x: &[f32], o: &mut [f32], f: fn(pulp::x86::V4, &[f32], &mut [f32])) -> bool {
+    let Some(v4) = pulp::x86::V4::try_new() else { return false };
+    chunked(o, PAR_MIN, |s, oc| {
+        let n = oc.len();
+        f(v4, &x[s..s + n], oc);
+    });
+    true
 }
 
 #[cfg(target_arch = "x86_64")]
