@@ -123,16 +123,13 @@ fn matmul_with<T: GemmElem>(
         let len = if along_m { m } else { n };
         let parts = threads.min(len / SPLIT_MIN).max(1);
         let chunk = len.div_ceil(parts);
-        rayon::scope(|sc| {
-            for p in 0..parts {
-                let (start, end) = (p * chunk, ((p + 1) * chunk).min(len));
-                if start >= end {
-                    continue;
-                }
-                let c = &call;
+        let c = &call;
+        super::fanout::fanout(parts, threads - 1, &|p| {
+            let (start, end) = (p * chunk, ((p + 1) * chunk).min(len));
+            if start < end {
                 // SAFETY: the pieces cover disjoint rows (or columns) of `dst`,
                 // all inside the m×n matrix checked above; `lhs`/`rhs` are only read.
-                sc.spawn(move |_| unsafe { c.run(along_m, start, end, m) });
+                unsafe { c.run(along_m, start, end, m) }
             }
         });
     } else {

@@ -19,6 +19,7 @@ mod tests;
 pub mod unfold;
 mod winograd;
 mod winograd4;
+mod winograd_grad;
 
 pub(crate) use layout::{channel_last, to_cf_perm, to_cl_perm};
 

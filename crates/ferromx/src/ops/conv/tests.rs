@@ -199,6 +199,9 @@ fn winograd_cases() -> Vec<Geom> {
         geom(1, 16, 16, 1, [1, 9, 3], [1, 3, 3], one, one, [0, 0, 2]),
         // Many tiles: several chunks per block and blocks split over cores.
         geom(8, 16, 16, 1, [1, 23, 17], [1, 3, 3], one, one, [0, 1, 1]),
+        // Transformed filters large enough to be written in bands across cores, with
+        // line counts (90 and 48) that are not multiples of the bands' alignment.
+        geom(1, 48, 90, 1, [1, 5, 6], [1, 3, 3], one, one, [0, 1, 1]),
     ]
 }
 
@@ -216,7 +219,7 @@ const WINOGRAD_VARIANTS: [WinogradPair; 2] = [
         "F(2x2)",
         |g, x, w, b, out| super::winograd::forward2(g, x, w, b, &super::epilogue::Epilogue::NONE, out),
         |g, dy, w, dx| super::winograd::backward_data2(g, dy, w, dx),
-        |g, dy, x, dw| super::winograd::backward_weight2(g, dy, x, dw),
+        |g, dy, x, dw| super::winograd_grad::backward_weight2(g, dy, x, dw),
     ),
     (
         "F(4x4)",
@@ -347,7 +350,7 @@ fn winograd_f32_error_is_near_the_direct_sums() {
     for (name, bound) in [("F(2x2)", 2e-6), ("F(4x4)", 1.5e-5)] {
         let mut dw = vec![0f32; w.len()];
         match name {
-            "F(2x2)" => super::winograd::backward_weight2(&g, &f(&dy), &f(&x), &mut dw),
+            "F(2x2)" => super::winograd_grad::backward_weight2(&g, &f(&dy), &f(&x), &mut dw),
             _ => super::winograd4::backward_weight(&g, &f(&dy), &f(&x), &mut dw),
         }
         let err = dw.iter().zip(&dw64).map(|(a, e)| (*a as f64 - e).abs()).fold(0.0, f64::max) / scale;
@@ -578,4 +581,31 @@ fn strided_spans_are_exactly_the_in_bounds_outputs() {
             }
         }
     }
+}
+
+#[test]
+fn line_bands_write_every_line_of_every_plane_once() {
+    // 3 planes of 37 lines × 600 columns: above the banding threshold, split over
+    // a 3-thread pool into bands of whole, 4-aligned lines (16, 16 and 5).
+    let (planes, lines, cross) = (3, 37, 600);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().expect("pool");
+    let mut u = vec![-1.0f64; planes * lines * cross];
+    let seen = parking_lot::Mutex::new(Vec::new());
+    pool.install(|| {
+        super::cpu::for_line_bands(&mut u, planes, cross, 4, &|rows, bands| {
+            seen.lock().push(rows.clone());
+            assert_eq!(bands.len(), planes);
+            for (p, band) in bands.iter_mut().enumerate() {
+                assert_eq!(band.len(), rows.len() * cross);
+                for (i, v) in band.iter_mut().enumerate() {
+                    assert_eq!(*v, -1.0, "written twice");
+                    *v = (p * lines * cross + rows.start * cross + i) as f64;
+                }
+            }
+        })
+    });
+    assert!(u.iter().enumerate().all(|(i, &v)| v == i as f64));
+    let mut seen = seen.into_inner();
+    seen.sort_by_key(|r| r.start);
+    assert_eq!(seen, vec![0..16, 16..32, 32..37]);
 }

@@ -32,10 +32,14 @@
 //! few contiguous loops over all the chunk's tiles: over tile rows, a 4×4
 //! plane's row has two tiles and the loops ran scalar.
 
-use super::cpu::{for_blocks, mm, sum_of_blocks, ConvElem};
+use super::cpu::{for_blocks, for_line_bands, mm, ConvElem};
 use super::epilogue::Epilogue;
 use super::Geom;
 use crate::storage::dispatch;
+use std::ops::Range;
+
+pub(crate) use super::winograd_grad::backward_weight;
+pub(super) use super::winograd_grad::{sample_block_sums, GRAD_BLOCK};
 
 /// Whether `g` runs through Winograd: a 2-d (or depth-1) 3×3 convolution
 /// with stride and dilation 1, one group, and at least [`MIN_CH`] input and
@@ -65,7 +69,7 @@ const MIN_WGRAD_PLANE: usize = 16;
 /// Below this many tiles per sample, the weight gradient runs all samples as
 /// one block with parallel gemms: per-core blocks would each hold (and then
 /// add up) `16 · o · c` sums that are large next to their few tiles.
-const SMALL_PLANE_TILES: usize = 16;
+pub(super) const SMALL_PLANE_TILES: usize = 16;
 /// Transformed bytes per chunk of that shared block (wide gemms: `k` is the
 /// chunk's tile count).
 pub(super) const WGRAD_SHARED_CHUNK_BYTES: usize = 8 << 20;
@@ -83,7 +87,7 @@ fn enabled() -> bool {
 
 /// Whether the forward and the data gradient use F(4×4, 3×3) (`winograd4.rs`);
 /// `FERROMX_WINOGRAD=2` keeps them on F(2×2) (for side-by-side benchmarks).
-fn f4() -> bool {
+pub(super) fn f4() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("FERROMX_WINOGRAD").map_or(true, |v| v != "2"))
 }
@@ -102,11 +106,11 @@ pub(crate) fn f4_filter_fits<T>(g: &Geom) -> bool {
 const F4_MAX_FILTER_BYTES: usize = 12 << 20;
 
 /// Fewest input and output channels for the Winograd path.
-const MIN_CH: usize = 16;
+pub(super) const MIN_CH: usize = 16;
 /// A chunk's transformed input and output stay under this many bytes.
 const CHUNK_BYTES: usize = 1 << 19;
 /// Fewest tiles per chunk (narrower gemms re-pack the filter too often).
-const MIN_TILES: usize = 64;
+pub(super) const MIN_TILES: usize = 64;
 
 /// `out = conv(x, w) [+ bias]` by Winograd (`applies(g)` must hold).
 /// `epi` runs on each output row as the output transform writes it.
@@ -158,10 +162,13 @@ pub(crate) fn backward_data2<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut 
 /// output channels, and the 3×3 kernel is rotated by 180°.
 fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Vec<T> {
     let mut u = vec![T::zero(); 16 * o * c];
-    dispatch(
-        #[inline(always)]
-        || filter_rows(w, o, c, flip, &mut u),
-    );
+    let cross = if flip { o } else { c };
+    for_line_bands(&mut u, 16, cross, KERNEL_BLOCK, &|rows, u| {
+        dispatch(
+            #[inline(always)]
+            || filter_rows(w, c, cross, flip, rows, u),
+        )
+    });
     u
 }
 
@@ -176,15 +183,14 @@ const KERNEL_BLOCK: usize = 16;
 /// columns; read in contiguous runs in both orientations), and the transform
 /// runs on whole vectors.
 #[inline(always)]
-fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, u: &mut [T]) {
-    let (lines, cross) = if flip { (c, o) } else { (o, c) };
+fn filter_rows<T: ConvElem>(w: &[T], c: usize, cross: usize, flip: bool, rows: Range<usize>, u: &mut [&mut [T]]) {
     let mut k9 = vec![T::zero(); KERNEL_BLOCK * 9 * cross];
     let mut t = vec![T::zero(); 3 * cross];
-    for l0 in (0..lines).step_by(KERNEL_BLOCK) {
-        let nb = KERNEL_BLOCK.min(lines - l0);
+    for l0 in rows.clone().step_by(KERNEL_BLOCK) {
+        let nb = KERNEL_BLOCK.min(rows.end - l0);
         gather_taps(w, c, cross, l0..l0 + nb, flip, &mut k9);
         for b in 0..nb {
-            transform_kernels(&k9[b * 9 * cross..][..9 * cross], cross, l0 + b, lines, u, &mut t);
+            transform_kernels(&k9[b * 9 * cross..][..9 * cross], cross, l0 + b - rows.start, u, &mut t);
         }
     }
 }
@@ -194,14 +200,7 @@ fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, u: &mut [T]
 /// `k9[(b · 9 + tap) · cross + x]` for row `rows.start + b` and column `x`;
 /// read in contiguous runs of `w` in both orientations.
 #[inline(always)]
-pub(super) fn gather_taps<T: ConvElem>(
-    w: &[T],
-    c: usize,
-    cross: usize,
-    rows: std::ops::Range<usize>,
-    flip: bool,
-    k9: &mut [T],
-) {
+pub(super) fn gather_taps<T: ConvElem>(w: &[T], c: usize, cross: usize, rows: Range<usize>, flip: bool, k9: &mut [T]) {
     let (l0, nb) = (rows.start, rows.len());
     if flip {
         // Row l is input channel l; its kernels lie at w[x][l] for every output channel x.
@@ -233,9 +232,10 @@ pub(super) fn gather_taps<T: ConvElem>(
     }
 }
 
-/// Row `line` of every `U[ξ]` (`lines × cross`) from the nine tap vectors `k9`.
+/// Row `line` of every `U[ξ]` band (`u[ξ]`, rows of `cross` values) from the
+/// nine tap vectors `k9`.
 #[inline(always)]
-fn transform_kernels<T: ConvElem>(k9: &[T], cross: usize, line: usize, lines: usize, u: &mut [T], t: &mut [T]) {
+fn transform_kernels<T: ConvElem>(k9: &[T], cross: usize, line: usize, u: &mut [&mut [T]], t: &mut [T]) {
     let half = T::from(0.5).unwrap_or_else(T::zero);
     let g = |r: usize, s: usize| &k9[(r * 3 + s) * cross..][..cross];
     for i in 0..4 {
@@ -254,7 +254,7 @@ fn transform_kernels<T: ConvElem>(k9: &[T], cross: usize, line: usize, lines: us
         // Times Gᵀ: U[i][j] for j = 0..4.
         let (t0, t1, t2) = (&t[..cross], &t[cross..2 * cross], &t[2 * cross..3 * cross]);
         for j in 0..4 {
-            let dst = &mut u[((i * 4 + j) * lines + line) * cross..][..cross];
+            let dst = &mut u[i * 4 + j][line * cross..][..cross];
             for x in 0..cross {
                 dst[x] = match j {
                     0 => t0[x],
@@ -277,7 +277,7 @@ pub(super) struct Tiles {
 
 impl Tiles {
     /// 2×2 tiles (F(2×2)).
-    fn of(g: &Geom) -> Tiles {
+    pub fn of(g: &Geom) -> Tiles {
         Tiles::sized(g, 2)
     }
 
@@ -309,7 +309,7 @@ fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilog
                 let ld = rows * tiles.tw;
                 dispatch(
                     #[inline(always)]
-                    || transform_input(g, tiles, xb, r0, rows, v, scratch),
+                    || transform_input(g, tiles, xb, r0, rows, 0..g.c, v, scratch),
                 );
                 for xi in 0..16 {
                     let (mo, vo) = (xi * g.o * ld, xi * g.c * ld);
@@ -355,7 +355,7 @@ pub(super) fn chunk_bytes() -> usize {
 }
 
 /// Scratch the transforms need for a chunk of `nt` tiles, `tw` per tile row.
-fn scratch_len(nt: usize, tw: usize) -> usize {
+pub(super) fn scratch_len(nt: usize, tw: usize) -> usize {
     32 * nt + 2 * (tw + 1)
 }
 
@@ -363,7 +363,7 @@ fn scratch_len(nt: usize, tw: usize) -> usize {
 /// everywhere when `row` is `None`) for `q` in `0..2 · e.len()`, its even
 /// positions into `e` and its odd ones into `od`.
 #[inline(always)]
-fn split_row<T: ConvElem>(row: Option<&[T]>, off: isize, e: &mut [T], od: &mut [T]) {
+pub(super) fn split_row<T: ConvElem>(row: Option<&[T]>, off: isize, e: &mut [T], od: &mut [T]) {
     let n = e.len().min(od.len());
     let (e, od) = (&mut e[..n], &mut od[..n]);
     let Some(row) = row else {
@@ -425,7 +425,7 @@ fn at4<T: ConvElem>(x0: &[T], x1: &[T], x2: &[T], x3: &[T], y0: &mut [T], y1: &m
 
 /// `A y` of two rows into four (`x0, x0 + x1, x0 - x1, -x1`), elementwise.
 #[inline(always)]
-fn a4<T: ConvElem>(x0: &[T], x1: &[T], y0: &mut [T], y1: &mut [T], y2: &mut [T], y3: &mut [T]) {
+pub(super) fn a4<T: ConvElem>(x0: &[T], x1: &[T], y0: &mut [T], y1: &mut [T], y2: &mut [T], y3: &mut [T]) {
     let n = y0.len();
     let (x0, x1) = (&x0[..n], &x1[..n]);
     let (y1, y2, y3) = (&mut y1[..n], &mut y2[..n], &mut y3[..n]);
@@ -444,25 +444,27 @@ fn a4<T: ConvElem>(x0: &[T], x1: &[T], y0: &mut [T], y1: &mut [T], y2: &mut [T],
 /// and odd columns; patch column `j` is one of them at `t` or `t + 1`), so
 /// both halves of the transform run on vectors as long as the chunk, however
 /// few tiles a plane's row has.
+#[allow(clippy::too_many_arguments)]
 #[inline(always)]
-fn transform_input<T: ConvElem>(
+pub(super) fn transform_input<T: ConvElem>(
     g: &Geom,
     tiles: Tiles,
     x: &[T],
     r0: usize,
     rows: usize,
+    cs: Range<usize>,
     v: &mut [T],
     scratch: &mut [T],
 ) {
     let (th, tw) = (tiles.th, tiles.tw);
     let (ih, iw, ip) = (g.ind[1], g.ind[2], g.ip());
     let nt = rows * tw;
-    let plane = g.c * nt;
+    let plane = cs.len() * nt;
     let w1 = tw + 1;
     let (d, rest) = scratch.split_at_mut(16 * nt);
     let (e, rest) = rest.split_at_mut(16 * nt);
     let (ev, od) = rest[..2 * w1].split_at_mut(w1);
-    for c in 0..g.c {
+    for (ci, c) in cs.enumerate() {
         for rr in 0..rows {
             let (s, ty) = ((r0 + rr) / th, (r0 + rr) % th);
             let xc = &x[(s * g.c + c) * ip..][..ip];
@@ -485,7 +487,7 @@ fn transform_input<T: ConvElem>(
         // (Bᵀ d) B: row i of every patch, over the columns j
         for i in 0..4 {
             let ej = |j: usize| &e[(i * 4 + j) * nt..][..nt];
-            let [v0, v1, v2, v3] = rows4(v, i * 4 * plane + c * nt, plane, nt);
+            let [v0, v1, v2, v3] = rows4(v, i * 4 * plane + ci * nt, plane, nt);
             bt4(ej(0), ej(1), ej(2), ej(3), v0, v1, v2, v3);
         }
     }
@@ -555,189 +557,5 @@ fn interleave<T: Copy>(a: &[T], b: &[T], dst: &mut [T]) {
     }
     if let (Some(last), Some(&x)) = (rest.first_mut(), a.get(half)) {
         *last = x;
-    }
-}
-
-/// `dw = Σ_n dy_n ⋆ x_n` by Winograd (`applies_weight_grad(g)` must hold),
-/// written. Samples are split over the cores, each summing its own `M`; the
-/// sums are added and transformed back once.
-pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
-    if f4() && g.op() >= F4_WGRAD_PLANE {
-        return super::winograd4::backward_weight(g, dy, x, dw);
-    }
-    backward_weight2(g, dy, x, dw)
-}
-
-/// Fewest output positions per plane for the F(4×4) weight gradient: on
-/// 8×8 planes (4 tiles per sample) it measured even with F(2×2), on 4×4
-/// planes twice as slow (its `36 · o · c` sums over few tiles dominate).
-const F4_WGRAD_PLANE: usize = 256;
-
-/// [`backward_weight`] by F(2×2, 3×3).
-pub(crate) fn backward_weight2<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
-    let tiles = Tiles::of(g);
-    let small = tiles.th * tiles.tw < SMALL_PLANE_TILES;
-    let acc = sample_block_sums(g, dy, x, 16, small, &|dy, x, par, acc| weight_sums(g, dy, x, par, acc));
-    filter_grad(&acc, g.o, g.c, dw);
-}
-
-/// The `positions · o · c` weight-gradient sums of all samples: `sums(dy, x,
-/// parallel_gemms, acc)` runs on one block of samples per core (the blocks'
-/// sums then added), or with `small` planes on all samples as one block with
-/// parallel gemms (per-core blocks would each hold sums that are large next to
-/// their few tiles).
-#[allow(clippy::type_complexity)]
-pub(super) fn sample_block_sums<T: ConvElem>(
-    g: &Geom,
-    dy: &[T],
-    x: &[T],
-    positions: usize,
-    small: bool,
-    sums: &(dyn Fn(&[T], &[T], bool, &mut [T]) + Sync),
-) -> Vec<T> {
-    let threads = rayon::current_num_threads().max(1);
-    let blocks = if threads > 1 && g.n >= threads && !small { threads } else { 1 };
-    let per_block = g.n.div_ceil(blocks);
-    let partial = |b: usize, par: bool| {
-        let (lo, hi) = (b * per_block, ((b + 1) * per_block).min(g.n));
-        let mut acc = vec![T::zero(); positions * g.o * g.c];
-        if lo < hi {
-            sums(&dy[lo * g.o * g.op()..hi * g.o * g.op()], &x[lo * g.c * g.ip()..], par, &mut acc);
-        }
-        acc
-    };
-    if blocks == 1 {
-        partial(0, threads > 1)
-    } else {
-        sum_of_blocks(blocks, &|b| partial(b, false))
-    }
-}
-
-/// `M[ξ] = Σ D[ξ] · V[ξ]ᵀ` over the tiles of the samples of `dy` (and the same
-/// samples of `x`), in chunks of tile rows.
-fn weight_sums<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], par: bool, acc: &mut [T]) {
-    let tiles = Tiles::of(g);
-    let total = dy.len() / (g.o * g.op()) * tiles.th;
-    let sz = std::mem::size_of::<T>();
-    let bytes = if par { WGRAD_SHARED_CHUNK_BYTES } else { 4 * chunk_bytes() };
-    let nr = chunk_rows(tiles, 16 * (g.c + g.o) * sz, bytes, MIN_TILES).min(total);
-    let (vl, dl) = (16 * g.c * nr * tiles.tw, 16 * g.o * nr * tiles.tw);
-    T::with_workspace(vl + dl + scratch_len(nr * tiles.tw, tiles.tw), |ws| {
-        let (v, rest) = ws.split_at_mut(vl);
-        let (d, scratch) = rest.split_at_mut(dl);
-        let mut r0 = 0;
-        while r0 < total {
-            let rows = nr.min(total - r0);
-            let ld = rows * tiles.tw;
-            dispatch(
-                #[inline(always)]
-                || transform_input(g, tiles, x, r0, rows, v, scratch),
-            );
-            dispatch(
-                #[inline(always)]
-                || transform_grad(g, tiles, dy, r0, rows, d, scratch),
-            );
-            for xi in 0..16 {
-                let (mo, dof, vo) = (xi * g.o * g.c, xi * g.o * ld, xi * g.c * ld);
-                mm(par, g.o, g.c, ld, &mut acc[mo..mo + g.o * g.c], &d[dof..], false, &v[vo..], true, r0 > 0);
-            }
-            r0 += rows;
-        }
-    });
-}
-
-/// `D[ξ][o][t]` = `(A dy Aᵀ)[ξ]` for the 2×2 output-gradient tiles of tile rows
-/// `r0..r0 + rows` (zero past the plane's edge), `D[ξ]` at stride `o · nt`;
-/// gathered per output channel into vectors over the chunk's tiles as
-/// [`transform_input`] does.
-#[inline(always)]
-fn transform_grad<T: ConvElem>(
-    g: &Geom,
-    tiles: Tiles,
-    dy: &[T],
-    r0: usize,
-    rows: usize,
-    d: &mut [T],
-    scratch: &mut [T],
-) {
-    let (th, tw) = (tiles.th, tiles.tw);
-    let (oh, ow, op) = (g.outd[1], g.outd[2], g.op());
-    let nt = rows * tw;
-    let plane = g.o * nt;
-    let (t4, rest) = scratch.split_at_mut(4 * nt);
-    let (h, rest) = rest.split_at_mut(8 * nt);
-    let (ev, od) = rest[..2 * tw].split_at_mut(tw);
-    for o in 0..g.o {
-        for rr in 0..rows {
-            let (s, ty) = ((r0 + rr) / th, (r0 + rr) % th);
-            let plane_dy = &dy[(s * g.o + o) * op..][..op];
-            for r in 0..2 {
-                let y = 2 * ty + r;
-                split_row((y < oh).then(|| &plane_dy[y * ow..][..ow]), 0, ev, od);
-                t4[(r * 2) * nt + rr * tw..][..tw].copy_from_slice(ev);
-                t4[(r * 2 + 1) * nt + rr * tw..][..tw].copy_from_slice(od);
-            }
-        }
-        // h[i][c] = (A t)[i][c], over the rows r
-        for cc in 0..2 {
-            let tr = |r: usize| &t4[(r * 2 + cc) * nt..][..nt];
-            let [y0, y1, y2, y3] = rows4(h, cc * nt, 2 * nt, nt);
-            a4(tr(0), tr(1), y0, y1, y2, y3);
-        }
-        // D[i][j] = (h Aᵀ)[i][j], over the columns c
-        for i in 0..4 {
-            let hc = |cc: usize| &h[(i * 2 + cc) * nt..][..nt];
-            let [d0, d1, d2, d3] = rows4(d, i * 4 * plane + o * nt, plane, nt);
-            a4(hc(0), hc(1), d0, d1, d2, d3);
-        }
-    }
-}
-
-/// `dw[o][c] = Gᵀ M[·][o][c] G` (each 4×4 sum back to a 3×3 kernel gradient).
-fn filter_grad<T: ConvElem>(m: &[T], o: usize, c: usize, dw: &mut [T]) {
-    dispatch(
-        #[inline(always)]
-        || filter_grad_blocks(m, o * c, dw),
-    );
-}
-
-/// Kernels [`filter_grad`] transforms at a time (vectors over them).
-pub(super) const GRAD_BLOCK: usize = 64;
-
-/// [`filter_grad`] on blocks of [`GRAD_BLOCK`] kernels: `M[ξ]`'s entries of
-/// consecutive kernels are contiguous, so both halves of `Gᵀ M G` run on
-/// vectors over the block; the nine results per kernel are then interleaved.
-#[inline(always)]
-fn filter_grad_blocks<T: ConvElem>(m: &[T], oc: usize, dw: &mut [T]) {
-    let half = T::from(0.5).unwrap_or_else(T::zero);
-    let mut cols = [[T::zero(); GRAD_BLOCK]; 12];
-    let mut res = [[T::zero(); GRAD_BLOCK]; 9];
-    for k0 in (0..oc).step_by(GRAD_BLOCK) {
-        let n = GRAD_BLOCK.min(oc - k0);
-        // Gᵀ v of a column of 4: (v0 + (v1 + v2)/2, (v1 - v2)/2, (v1 + v2)/2 + v3)
-        for j in 0..4 {
-            let at = |i: usize| &m[(i * 4 + j) * oc + k0..][..n];
-            let (v0, v1, v2, v3) = (at(0), at(1), at(2), at(3));
-            for kk in 0..n {
-                let (sh, t) = ((v1[kk] + v2[kk]) * half, (v1[kk] - v2[kk]) * half);
-                cols[j * 3][kk] = v0[kk] + sh;
-                cols[j * 3 + 1][kk] = t;
-                cols[j * 3 + 2][kk] = sh + v3[kk];
-            }
-        }
-        for r in 0..3 {
-            for kk in 0..n {
-                let (v0, v1, v2, v3) = (cols[r][kk], cols[3 + r][kk], cols[6 + r][kk], cols[9 + r][kk]);
-                let (sh, t) = ((v1 + v2) * half, (v1 - v2) * half);
-                res[r * 3][kk] = v0 + sh;
-                res[r * 3 + 1][kk] = t;
-                res[r * 3 + 2][kk] = sh + v3;
-            }
-        }
-        for (kk, out) in dw[k0 * 9..(k0 + n) * 9].chunks_exact_mut(9).enumerate() {
-            for (q, v) in out.iter_mut().enumerate() {
-                *v = res[q][kk];
-            }
-        }
     }
 }

@@ -18,13 +18,14 @@
 //! The stride-4 tile columns are read from rows de-interleaved into four
 //! phases (`q mod 4`), so tile `t` reads phase `k` at `t` or `t + 1`.
 
-use super::cpu::{for_blocks, mm, ConvElem};
+use super::cpu::{for_blocks, for_line_bands, mm, ConvElem};
 use super::epilogue::Epilogue;
 use super::winograd::{
     chunk_bytes, chunk_rows, gather_taps, rows4, sample_block_sums, Tiles, WGRAD_SHARED_CHUNK_BYTES,
 };
 use super::Geom;
 use crate::storage::dispatch;
+use std::ops::Range;
 
 /// Transformed positions per tile.
 const P: usize = 36;
@@ -163,23 +164,26 @@ fn rows6<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]
 /// over the row's columns and transformed as whole vectors.
 fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Vec<T> {
     let mut u = vec![T::zero(); P * o * c];
-    dispatch(
-        #[inline(always)]
-        || filter_rows(w, o, c, flip, &mut u),
-    );
+    let cross = if flip { o } else { c };
+    for_line_bands(&mut u, P, cross, KERNEL_BLOCK, &|rows, u| {
+        dispatch(
+            #[inline(always)]
+            || filter_rows(w, c, cross, flip, rows, u),
+        )
+    });
     u
 }
 
 /// Kernels gathered at a time.
 const KERNEL_BLOCK: usize = 16;
 
+/// Rows `rows` of every `U[ξ]`, into the bands `u[ξ]` (see [`filter`]).
 #[inline(always)]
-fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, u: &mut [T]) {
-    let (lines, cross) = if flip { (c, o) } else { (o, c) };
+fn filter_rows<T: ConvElem>(w: &[T], c: usize, cross: usize, flip: bool, rows: Range<usize>, u: &mut [&mut [T]]) {
     let mut k9 = vec![T::zero(); KERNEL_BLOCK * 9 * cross];
     let mut t = vec![T::zero(); 18 * cross];
-    for l0 in (0..lines).step_by(KERNEL_BLOCK) {
-        let nb = KERNEL_BLOCK.min(lines - l0);
+    for l0 in rows.clone().step_by(KERNEL_BLOCK) {
+        let nb = KERNEL_BLOCK.min(rows.end - l0);
         gather_taps(w, c, cross, l0..l0 + nb, flip, &mut k9);
         for b in 0..nb {
             let tap = &k9[b * 9 * cross..][..9 * cross];
@@ -190,12 +194,24 @@ fn filter_rows<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool, u: &mut [T]
                 g6(g(0, s), g(1, s), g(2, s), y0, y1, y2, y3, y4, y5);
             }
             // U[i][j] = ((G g) Gᵀ)[i][j]: row i of t times Gᵀ
+            let at = (l0 + b - rows.start) * cross..(l0 + b - rows.start + 1) * cross;
             for i in 0..6 {
                 let ti = |s: usize| &t[(s * 6 + i) * cross..][..cross];
-                let line = l0 + b;
-                let stride = lines * cross;
-                let [y0, y1, y2, y3, y4, y5] = rows6(u, (i * 6 * lines + line) * cross, stride, cross);
-                g6(ti(0), ti(1), ti(2), y0, y1, y2, y3, y4, y5);
+                let Some([y0, y1, y2, y3, y4, y5]) = u.get_mut(i * 6..i * 6 + 6) else {
+                    return;
+                };
+                let r = at.clone();
+                g6(
+                    ti(0),
+                    ti(1),
+                    ti(2),
+                    &mut y0[r.clone()],
+                    &mut y1[r.clone()],
+                    &mut y2[r.clone()],
+                    &mut y3[r.clone()],
+                    &mut y4[r.clone()],
+                    &mut y5[r],
+                );
             }
         }
     }
