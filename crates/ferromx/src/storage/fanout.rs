@@ -42,8 +42,20 @@ use std::time::{Duration, Instant};
 
 type Chunk<'a> = dyn Fn(usize) + Sync + 'a;
 
-/// How long a helper polls for the next job after finishing one.
+/// How long a helper polls for the next job after finishing one, by default.
 const LINGER: Duration = Duration::from_micros(500);
+
+/// [`LINGER`], or `FERROMX_FANOUT_LINGER_US` (0 turns lingering off; for
+/// side-by-side benchmarks).
+fn linger_for() -> Duration {
+    static D: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *D.get_or_init(|| {
+        std::env::var("FERROMX_FANOUT_LINGER_US")
+            .ok()
+            .and_then(|v| v.parse::<u64>().ok())
+            .map_or(LINGER, Duration::from_micros)
+    })
+}
 
 /// The job most recently published by a caller, for lingering helpers.
 static CURRENT: Mutex<Option<Arc<Job>>> = Mutex::new(None);
@@ -120,7 +132,9 @@ pub fn fanout(n: usize, helpers: usize, f: &(dyn Fn(usize) + Sync)) {
         rayon::spawn(move || {
             j.work();
             drop(j);
-            linger();
+            if !linger_for().is_zero() {
+                linger();
+            }
         });
     }
     job.work();
@@ -146,11 +160,11 @@ pub fn fanout(n: usize, helpers: usize, f: &(dyn Fn(usize) + Sync)) {
     }
 }
 
-/// Polls for newly published jobs for [`LINGER`] after the last one (see the
+/// Polls for newly published jobs for [`linger_for`] after the last one (see the
 /// module docs), running other queued rayon work meanwhile.
 fn linger() {
     let mut seen = GENERATION.load(Ordering::SeqCst);
-    let mut until = Instant::now() + LINGER;
+    let mut until = Instant::now() + linger_for();
     LINGERING.fetch_add(1, Ordering::SeqCst);
     let mut polls = 0u32;
     loop {
@@ -161,7 +175,7 @@ fn linger() {
             if let Some(job) = job {
                 job.work();
             }
-            until = Instant::now() + LINGER;
+            until = Instant::now() + linger_for();
             continue;
         }
         if Instant::now() >= until {
