@@ -455,3 +455,23 @@ def test_pick_out_of_range_index_gradient(mode):
         lambda a: nd.pick(a, _idx([0, 5, -1], "float32"), axis=1, mode=mode),
         _rs(1).normal(size=(3, 2)),
     )
+
+
+def test_a_large_weight_gradient_is_written_whole_into_grad():
+    # A convolution's weight gradient reaches `.grad` through `_copyto`, which splits
+    # copies above 2^18 elements across cores: every piece must land at its own offset.
+    rng = np.random.RandomState(7)
+    x = rng.rand(2, 128, 6, 6).astype(np.float32)
+    w = rng.rand(512, 128, 3, 3).astype(np.float32)  # 589,824 elements: two pieces
+    dy = rng.rand(2, 512, 6, 6).astype(np.float32)
+    xn, wn = nd.array(x), nd.array(w)
+    wn.attach_grad()
+    with autograd.record():
+        y = nd.Convolution(xn, wn, kernel=(3, 3), pad=(1, 1), num_filter=512, no_bias=True)
+    y.backward(nd.array(dy))
+    xp = np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    want = np.zeros_like(w)
+    for i in range(3):
+        for j in range(3):
+            want[:, :, i, j] = np.einsum("noyx,ncyx->oc", dy, xp[:, :, i:i + 6, j:j + 6])
+    np.testing.assert_allclose(wn.grad.asnumpy(), want, rtol=1e-4, atol=1e-3)
