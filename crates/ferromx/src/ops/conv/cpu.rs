@@ -115,11 +115,18 @@ pub(crate) fn for_blocks<T: Send>(
 /// lines is written from one kernel row alone, so the bands split the
 /// transform across cores without sharing a write; serially it was about a
 /// tenth of a ResNet-18 training step's convolution time. Bands are
-/// multiples of `align` lines.
-pub(crate) fn for_line_bands<T: Send>(u: &mut [T], planes: usize, cross: usize, align: usize, f: &BandFn<'_, T>) {
+/// multiples of `align` lines; with `split` false there is one band.
+pub(crate) fn for_line_bands<T: Send>(
+    u: &mut [T],
+    planes: usize,
+    cross: usize,
+    align: usize,
+    split: bool,
+    f: &BandFn<'_, T>,
+) {
     let lines = u.len().checked_div(planes * cross).unwrap_or(0);
     let threads = rayon::current_num_threads().max(1);
-    let parts = if u.len() < BAND_MIN_ELEMS { 1 } else { threads.min(lines.div_ceil(align.max(1))).max(1) };
+    let parts = if split { threads.min(lines.div_ceil(align.max(1))).max(1) } else { 1 };
     let band = lines.div_ceil(parts).next_multiple_of(align.max(1));
     let mut slots: Vec<Band<'_, T>> =
         (0..parts).map(|p| ((p * band).min(lines)..((p + 1) * band).min(lines), Vec::new())).collect();
@@ -144,11 +151,11 @@ pub(crate) fn for_line_bands<T: Send>(u: &mut [T], planes: usize, cross: usize, 
 /// What [`for_line_bands`] runs per band: the band's lines and its rows of each plane.
 pub(crate) type BandFn<'a, T> = dyn Fn(std::ops::Range<usize>, &mut [&mut [T]]) + Sync + 'a;
 
-/// One core's lines (or channels) and its rows of each plane (or output row).
-pub(crate) type Band<'a, T> = (std::ops::Range<usize>, Vec<&'a mut [T]>);
+/// One core's lines and its rows of each plane.
+type Band<'a, T> = (std::ops::Range<usize>, Vec<&'a mut [T]>);
 
 /// Transformed filters smaller than this (elements) are written on one core.
-const BAND_MIN_ELEMS: usize = 1 << 16;
+pub(crate) const BAND_MIN_ELEMS: usize = 1 << 16;
 
 /// Runs `partial(b)` for blocks `0..blocks`, one per core ([`fanout`]), and returns
 /// the elementwise sum of the buffers they return (the weight gradients' per-core sums).

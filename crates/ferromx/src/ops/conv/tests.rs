@@ -592,7 +592,7 @@ fn line_bands_write_every_line_of_every_plane_once() {
     let mut u = vec![-1.0f64; planes * lines * cross];
     let seen = parking_lot::Mutex::new(Vec::new());
     pool.install(|| {
-        super::cpu::for_line_bands(&mut u, planes, cross, 4, &|rows, bands| {
+        super::cpu::for_line_bands(&mut u, planes, cross, 4, true, &|rows, bands| {
             seen.lock().push(rows.clone());
             assert_eq!(bands.len(), planes);
             for (p, band) in bands.iter_mut().enumerate() {

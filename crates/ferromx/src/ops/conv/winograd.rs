@@ -32,7 +32,7 @@
 //! few contiguous loops over all the chunk's tiles: over tile rows, a 4×4
 //! plane's row has two tiles and the loops ran scalar.
 
-use super::cpu::{for_blocks, for_line_bands, mm, ConvElem};
+use super::cpu::{for_blocks, for_line_bands, mm, ConvElem, BAND_MIN_ELEMS};
 use super::epilogue::Epilogue;
 use super::Geom;
 use crate::storage::dispatch;
@@ -163,7 +163,8 @@ pub(crate) fn backward_data2<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut 
 fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Vec<T> {
     let mut u = vec![T::zero(); 16 * o * c];
     let cross = if flip { o } else { c };
-    for_line_bands(&mut u, 16, cross, KERNEL_BLOCK, &|rows, u| {
+    let split = u.len() >= BAND_MIN_ELEMS;
+    for_line_bands(&mut u, 16, cross, KERNEL_BLOCK, split, &|rows, u| {
         dispatch(
             #[inline(always)]
             || filter_rows(w, c, cross, flip, rows, u),

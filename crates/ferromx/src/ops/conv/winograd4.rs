@@ -18,7 +18,7 @@
 //! The stride-4 tile columns are read from rows de-interleaved into four
 //! phases (`q mod 4`), so tile `t` reads phase `k` at `t` or `t + 1`.
 
-use super::cpu::{for_blocks, for_line_bands, mm, ConvElem};
+use super::cpu::{for_blocks, for_line_bands, mm, ConvElem, BAND_MIN_ELEMS};
 use super::epilogue::Epilogue;
 use super::winograd::{
     chunk_bytes, chunk_rows, gather_taps, rows4, sample_block_sums, Tiles, WGRAD_SHARED_CHUNK_BYTES,
@@ -165,7 +165,8 @@ fn rows6<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]
 fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Vec<T> {
     let mut u = vec![T::zero(); P * o * c];
     let cross = if flip { o } else { c };
-    for_line_bands(&mut u, P, cross, KERNEL_BLOCK, &|rows, u| {
+    let split = u.len() >= BAND_MIN_ELEMS;
+    for_line_bands(&mut u, P, cross, KERNEL_BLOCK, split, &|rows, u| {
         dispatch(
             #[inline(always)]
             || filter_rows(w, c, cross, flip, rows, u),

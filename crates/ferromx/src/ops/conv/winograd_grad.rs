@@ -13,7 +13,7 @@
 //!   weight gradient ran at 1.1–1.4 cores);
 //! - `Gᵀ M G` itself is split by kernels ([`filter_grad`]).
 
-use super::cpu::{mm, sum_of_blocks, Band, ConvElem};
+use super::cpu::{for_line_bands, mm, sum_of_blocks, ConvElem};
 use super::winograd::{
     a4, chunk_bytes, chunk_rows, f4, rows4, scratch_len, split_row, transform_input, Tiles, MIN_CH, MIN_TILES,
     SMALL_PLANE_TILES, WGRAD_SHARED_CHUNK_BYTES,
@@ -44,35 +44,18 @@ pub(crate) fn backward_weight2<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mu
     let small = tiles.th * tiles.tw < SMALL_PLANE_TILES;
     let threads = rayon::current_num_threads().max(1);
     if small && threads > 1 && g.c >= 2 * MIN_CH {
-        return by_channels(g, dy, x, threads.min(g.c / MIN_CH), dw);
+        return by_channels(g, dy, x, dw);
     }
     let acc = sample_block_sums(g, dy, x, 16, small, &|dy, x, par, acc| weight_sums(g, dy, x, 0..g.c, par, acc));
     filter_grad(&acc, g.o, g.c, dw);
 }
 
-/// The small-plane weight gradient in `parts` bands of input channels, one
-/// per core (module docs). `dw` (`o × c × 9`) is cut into each band's columns
-/// of every row, so each core writes only its own kernels.
-fn by_channels<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], parts: usize, dw: &mut [T]) {
-    let per = g.c.div_ceil(parts.max(1));
-    let mut bands: Vec<Band<'_, T>> =
-        (0..parts).map(|p| ((p * per).min(g.c)..((p + 1) * per).min(g.c), Vec::with_capacity(g.o))).collect();
-    for row in dw.chunks_mut(g.c * 9) {
-        let mut rest = row;
-        for (cs, rows) in bands.iter_mut() {
-            let (head, tail) = rest.split_at_mut(cs.len() * 9);
-            rows.push(head);
-            rest = tail;
-        }
-    }
-    let slots: Vec<Mutex<Option<Band<'_, T>>>> = bands.into_iter().map(|b| Mutex::new(Some(b))).collect();
-    fanout(slots.len(), slots.len() - 1, &|p| {
-        if let Some((cs, mut rows)) = slots[p].lock().take() {
-            if !cs.is_empty() {
-                channel_band(g, dy, x, cs, &mut rows);
-            }
-        }
-    });
+/// The small-plane weight gradient in bands of input channels, one per core
+/// (module docs): `dw` (`o` rows of `c` kernels of 9) is cut by
+/// [`for_line_bands`] into each band's columns of every row, so each core
+/// writes only its own kernels.
+fn by_channels<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
+    for_line_bands(dw, g.o, 9, MIN_CH, true, &|cs, rows| channel_band(g, dy, x, cs, rows));
 }
 
 /// One core's share of [`by_channels`]: the sums of input channels `cs` over
