@@ -168,3 +168,30 @@ def test_an_output_buffer_is_taken_when_its_op_runs_not_when_pushed():
     np.testing.assert_array_equal(b.asnumpy(), np.full(N, 3.0, "float32"))
     assert pending < NBYTES, pending / NBYTES
     assert live() - before >= NBYTES
+
+
+def test_convolution_workspaces_come_from_the_pool_and_go_back():
+    # A Winograd convolution's tiles and transformed filters are borrowed from the
+    # storage pool (``Scratch``), so they show in its counters while the kernel runs,
+    # go back when it returns, and a second identical call needs no new memory.
+    rng = np.random.RandomState(0)
+    x = nd.array(rng.rand(8, 64, 28, 28).astype("float32"))
+    w = nd.array(rng.rand(64, 64, 3, 3).astype("float32"))
+    out_bytes = 8 * 64 * 28 * 28 * 4
+
+    def conv():
+        return nd.Convolution(x, w, kernel=(3, 3), pad=(1, 1), num_filter=64, no_bias=True)
+
+    y0 = conv()
+    ref = y0.asnumpy()
+    del y0
+    base = live()
+    engine.reset_memory_peaks()
+    held_before = engine.memory_info()["live"] + engine.memory_info()["pooled"]
+    y = conv()
+    after = live()
+    info = engine.memory_info()
+    assert out_bytes <= after - base <= out_bytes * 9 // 8, "only the output (its size class) stays alive"
+    assert info["peak_live"] - base >= out_bytes + (1 << 20), "the workspace is pool memory"
+    assert info["peak_held"] == held_before, "the second call took only pooled buffers"
+    np.testing.assert_array_equal(y.asnumpy(), ref)

@@ -8,6 +8,7 @@ mod gemm;
 mod mapped;
 mod pool;
 mod raw;
+mod scratch;
 mod simd;
 
 pub use backend::{backend_for, Backend, Host};
@@ -19,4 +20,5 @@ pub use raw::{call_site, set_call_site, Kernel};
 pub(crate) use raw::{
     push_bulk, push_copy_out, push_fused, push_kernel, push_op_call, push_op_call_deferred, BulkCall, Chunk, View,
 };
+pub(crate) use scratch::{Scratch, ScratchElem};
 pub use simd::dispatch;

@@ -89,6 +89,45 @@ pub(crate) fn take(class: usize) -> Option<(NonNull<u8>, usize)> {
     Some((ptr, class))
 }
 
+/// [`take`] for a kernel workspace ([`super::scratch::Scratch`]): a pooled
+/// buffer of the class or up to [`SCRATCH_SLACK`] times larger, else a fresh
+/// zeroed one (so its bytes are initialised).
+///
+/// Why the looser fit: a workspace lives for one kernel call, so borrowing a
+/// larger idle buffer (typically a freed activation) costs nothing, while a
+/// fresh buffer of an odd size would stay in the pool for good.
+pub(crate) fn take_scratch(class: usize) -> Option<(NonNull<u8>, usize)> {
+    if class == 0 {
+        return NonNull::new(ALIGN as *mut u8).map(|p| (p, 0));
+    }
+    let p = pool();
+    let got = {
+        let mut free = p.free.lock();
+        take_pooled(&mut free, class).or_else(|| take_larger(&mut free, class, class.saturating_mul(SCRATCH_SLACK)))
+    };
+    if let Some((addr, got)) = got {
+        p.pooled.fetch_sub(got as u64, Ordering::Relaxed);
+        p.hits.fetch_add(1, Ordering::Relaxed);
+        p.count_taken(got);
+        return NonNull::new(addr as *mut u8).map(|q| (q, got));
+    }
+    p.misses.fetch_add(1, Ordering::Relaxed);
+    let layout = Layout::from_size_align(class, ALIGN).ok()?;
+    // SAFETY: class > 0, so the layout has non-zero size.
+    let ptr = NonNull::new(unsafe { System.alloc_zeroed(layout) })?;
+    p.count_taken(class);
+    Some((ptr, class))
+}
+
+/// A workspace may take a pooled buffer up to this many times its class.
+const SCRATCH_SLACK: usize = 2;
+
+/// The smallest pooled buffer of a class in `(class, limit]`.
+fn take_larger(free: &mut HashMap<usize, Vec<usize>>, class: usize, limit: usize) -> Option<(usize, usize)> {
+    let got = free.iter().filter(|(&c, v)| c > class && c <= limit && !v.is_empty()).map(|(&c, _)| c).min()?;
+    free.get_mut(&got).and_then(Vec::pop).map(|addr| (addr, got))
+}
+
 /// A pooled buffer for a request of class `class`: one of that class, or else
 /// one of the next classes up to [`FIT_SLACK`] larger (the buffer keeps its own
 /// class, so it returns to its own list).
@@ -104,9 +143,7 @@ fn take_pooled(free: &mut HashMap<usize, Vec<usize>>, class: usize) -> Option<(u
     if class <= 65536 {
         return None;
     }
-    let limit = class + class / FIT_SLACK;
-    let got = free.iter().filter(|(&c, v)| c > class && c <= limit && !v.is_empty()).map(|(&c, _)| c).min()?;
-    free.get_mut(&got).and_then(Vec::pop).map(|addr| (addr, got))
+    take_larger(free, class, class + class / FIT_SLACK)
 }
 
 /// A request may take a pooled buffer up to `1 / FIT_SLACK` larger than its class.

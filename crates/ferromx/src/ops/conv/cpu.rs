@@ -8,48 +8,29 @@ use super::epilogue::Epilogue;
 use super::{direct, winograd, Geom};
 use crate::engine::OpFailure;
 use crate::opdef::OpCall;
-use crate::storage::{dispatch, fanout, matmul, matmul_seq, GemmElem, Kernel};
+use crate::storage::{dispatch, fanout, matmul, matmul_seq, GemmElem, Kernel, Scratch, ScratchElem};
 use num_traits::Float;
 use parking_lot::Mutex;
 
 /// Element types the convolution kernels run on.
 pub(crate) trait ConvElem:
-    GemmElem + Float + std::ops::AddAssign + Send + Sync + crate::dtype::Elem + direct::AsF32
+    GemmElem + Float + std::ops::AddAssign + Send + Sync + crate::dtype::Elem + direct::AsF32 + ScratchElem
 {
-    /// Calls `f` with this thread's convolution workspace of at least `len`
-    /// elements (contents unspecified; a nested call, or one over
-    /// [`WORKSPACE_KEEP`] elements, gets a fresh buffer).
+    /// Calls `f` with a convolution workspace of `len` elements (contents
+    /// unspecified) borrowed from the storage pool ([`Scratch`]).
     ///
-    /// Why: column matrices and Winograd tiles are megabytes per call, and a
-    /// fresh allocation of that size comes back from the allocator as new
-    /// pages, which the kernel zeroes on first touch (5 % of ResNet-18
-    /// inference went to `clear_page_erms`).
-    fn with_workspace<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R;
+    /// Why the pool: column matrices and Winograd tiles are megabytes per
+    /// call. A fresh allocation of that size comes back as new pages, which
+    /// the kernel zeroes on first touch (5 % of ResNet-18 inference went to
+    /// `clear_page_erms`), and buffers kept per thread held memory outside the
+    /// pool beside the freed activations the pool already had.
+    fn with_workspace<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R {
+        f(&mut Scratch::any(len))
+    }
 }
 
-/// Largest workspace (elements) a thread keeps between calls.
-const WORKSPACE_KEEP: usize = 1 << 22;
-
-macro_rules! conv_elem {
-    ($t:ty) => {
-        impl ConvElem for $t {
-            fn with_workspace<R>(len: usize, f: impl FnOnce(&mut [Self]) -> R) -> R {
-                thread_local!(static WS: std::cell::RefCell<Vec<$t>> = const { std::cell::RefCell::new(Vec::new()) });
-                WS.with(|ws| match ws.try_borrow_mut() {
-                    Ok(mut buf) if len <= WORKSPACE_KEEP => {
-                        if buf.len() < len {
-                            buf.resize(len, 0.0);
-                        }
-                        f(&mut buf[..len])
-                    }
-                    _ => f(&mut vec![0.0; len]),
-                })
-            }
-        }
-    };
-}
-conv_elem!(f32);
-conv_elem!(f64);
+impl ConvElem for f32 {}
+impl ConvElem for f64 {}
 
 /// [`with_f32_f64`](crate::with_f32_f64) for the convolution kernels.
 macro_rules! with_conv_dtype {
@@ -159,14 +140,14 @@ pub(crate) const BAND_MIN_ELEMS: usize = 1 << 16;
 
 /// Runs `partial(b)` for blocks `0..blocks`, one per core ([`fanout`]), and returns
 /// the elementwise sum of the buffers they return (the weight gradients' per-core sums).
-pub(crate) fn sum_of_blocks<T: ConvElem>(blocks: usize, partial: &(dyn Fn(usize) -> Vec<T> + Sync)) -> Vec<T> {
+pub(crate) fn sum_of_blocks<T: ConvElem>(blocks: usize, partial: &(dyn Fn(usize) -> Scratch<T> + Sync)) -> Scratch<T> {
     let threads = rayon::current_num_threads().max(1);
-    let parts: Vec<Mutex<Vec<T>>> = (0..blocks).map(|_| Mutex::new(Vec::new())).collect();
-    fanout(blocks, threads - 1, &|b| *parts[b].lock() = partial(b));
-    let mut parts = parts.into_iter().map(Mutex::into_inner);
-    let mut sum = parts.next().unwrap_or_default();
+    let parts: Vec<Mutex<Option<Scratch<T>>>> = (0..blocks).map(|_| Mutex::new(None)).collect();
+    fanout(blocks, threads - 1, &|b| *parts[b].lock() = Some(partial(b)));
+    let mut parts = parts.into_iter().filter_map(Mutex::into_inner);
+    let mut sum = parts.next().unwrap_or_else(|| Scratch::any(0));
     for p in parts {
-        sum.iter_mut().zip(&p).for_each(|(a, &v)| *a += v);
+        sum.iter_mut().zip(p.iter()).for_each(|(a, &v)| *a += v);
     }
     sum
 }
@@ -560,7 +541,7 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
     };
     if blocks == 1 {
         if thin {
-            let mut acc = vec![T::zero(); dw.len()];
+            let mut acc = Scratch::zeroed(dw.len());
             dispatch(|| partial(0, &mut acc, threads > 1));
             untranspose(&acc, dw);
         } else {
@@ -570,7 +551,7 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
     }
     let len = dw.len();
     let sum = sum_of_blocks(blocks, &|b| {
-        let mut acc = vec![T::zero(); len];
+        let mut acc = Scratch::zeroed(len);
         dispatch(|| partial(b, &mut acc, false));
         acc
     });

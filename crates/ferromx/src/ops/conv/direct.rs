@@ -21,6 +21,7 @@
 use super::cpu::{for_blocks, ConvElem};
 use super::epilogue::Epilogue;
 use super::Geom;
+use crate::storage::Scratch;
 use pulp::{Simd, WithSimd};
 
 /// Widest vector (f32 lanes) the padded rows are laid out for.
@@ -108,7 +109,7 @@ pub(crate) fn data_grad_geom<T: ConvElem>(g: &Geom) -> Option<Geom> {
 /// (`t` from [`data_grad_geom`]).
 pub(crate) fn backward_data<T: ConvElem>(g: &Geom, t: &Geom, dy: &[T], w: &[T], dx: &mut [T]) -> bool {
     let kk = g.k[1] * g.k[2];
-    let mut wt = vec![T::zero(); w.len()];
+    let mut wt = Scratch::any(w.len());
     for o in 0..g.o {
         for c in 0..g.c {
             let src = &w[(o * g.c + c) * kk..][..kk];
@@ -123,10 +124,10 @@ pub(crate) fn backward_data<T: ConvElem>(g: &Geom, t: &Geom, dy: &[T], w: &[T], 
 
 /// Filters repacked per block of `b` output channels as `[block][c][i][j][b]`,
 /// so a tap's `b` weights are adjacent (a missing channel of the last block is 0).
-fn pack(g: &Geom, w: &[f32], b: usize) -> Vec<f32> {
+fn pack(g: &Geom, w: &[f32], b: usize) -> Scratch<f32> {
     let taps = g.rows();
     let blocks = g.o.div_ceil(b);
-    let mut p = vec![0.0; blocks * taps * b];
+    let mut p = Scratch::zeroed(blocks * taps * b);
     for o in 0..g.o {
         let (blk, lane) = (o / b, o % b);
         for (t, &v) in w[o * taps..(o + 1) * taps].iter().enumerate() {
@@ -187,7 +188,7 @@ pub(crate) fn forward<T: ConvElem>(
 /// One sample's input, zero-padded: rows of `width` elements (the padded
 /// input row, rounded so every output vector's taps are in bounds).
 struct Padded {
-    buf: Vec<f32>,
+    buf: Scratch<f32>,
     rows: usize,
     width: usize,
     g: Geom,
@@ -198,7 +199,7 @@ impl Padded {
         let (oh, ow) = (g.outd[1], g.outd[2]);
         let rows = (g.ind[1] + 2 * g.p[1]).max(oh + g.k[1] - 1);
         let width = ow.div_ceil(LANES) * LANES + g.k[2] - 1;
-        Padded { buf: vec![0.0; g.c * rows * width], rows, width, g: *g }
+        Padded { buf: Scratch::zeroed(g.c * rows * width), rows, width, g: *g }
     }
 
     /// Copies one sample `(c, h, w)` in; the borders stay zero.

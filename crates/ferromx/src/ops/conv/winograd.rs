@@ -35,7 +35,7 @@
 use super::cpu::{for_blocks, for_line_bands, mm, ConvElem, BAND_MIN_ELEMS};
 use super::epilogue::Epilogue;
 use super::Geom;
-use crate::storage::dispatch;
+use crate::storage::{dispatch, Scratch};
 use std::ops::Range;
 
 pub(crate) use super::winograd_grad::backward_weight;
@@ -160,8 +160,8 @@ pub(crate) fn backward_data2<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut 
 /// channels: `G g Gᵀ` of the filter `w` (`o × c × 3 × 3`). With `flip`, the
 /// filter of the data gradient: rows are `w`'s input channels, columns its
 /// output channels, and the 3×3 kernel is rotated by 180°.
-fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Vec<T> {
-    let mut u = vec![T::zero(); 16 * o * c];
+fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Scratch<T> {
+    let mut u = Scratch::any(16 * o * c);
     let cross = if flip { o } else { c };
     let split = u.len() >= BAND_MIN_ELEMS;
     for_line_bands(&mut u, 16, cross, KERNEL_BLOCK, split, &|rows, u| {
@@ -185,8 +185,8 @@ const KERNEL_BLOCK: usize = 16;
 /// runs on whole vectors.
 #[inline(always)]
 fn filter_rows<T: ConvElem>(w: &[T], c: usize, cross: usize, flip: bool, rows: Range<usize>, u: &mut [&mut [T]]) {
-    let mut k9 = vec![T::zero(); KERNEL_BLOCK * 9 * cross];
-    let mut t = vec![T::zero(); 3 * cross];
+    let mut k9 = Scratch::any(KERNEL_BLOCK * 9 * cross);
+    let mut t = Scratch::any(3 * cross);
     for l0 in rows.clone().step_by(KERNEL_BLOCK) {
         let nb = KERNEL_BLOCK.min(rows.end - l0);
         gather_taps(w, c, cross, l0..l0 + nb, flip, &mut k9);

@@ -24,7 +24,7 @@ use super::winograd::{
     chunk_bytes, chunk_rows, gather_taps, rows4, sample_block_sums, Tiles, WGRAD_SHARED_CHUNK_BYTES,
 };
 use super::Geom;
-use crate::storage::dispatch;
+use crate::storage::{dispatch, Scratch};
 use std::ops::Range;
 
 /// Transformed positions per tile.
@@ -162,8 +162,8 @@ fn rows6<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]
 /// data gradient's `c × o` of the rotated kernels), by rows of `U`: the nine
 /// taps of [`KERNEL_BLOCK`] kernels rows at a time are gathered into vectors
 /// over the row's columns and transformed as whole vectors.
-fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Vec<T> {
-    let mut u = vec![T::zero(); P * o * c];
+fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Scratch<T> {
+    let mut u = Scratch::any(P * o * c);
     let cross = if flip { o } else { c };
     let split = u.len() >= BAND_MIN_ELEMS;
     for_line_bands(&mut u, P, cross, KERNEL_BLOCK, split, &|rows, u| {
@@ -181,8 +181,8 @@ const KERNEL_BLOCK: usize = 16;
 /// Rows `rows` of every `U[ξ]`, into the bands `u[ξ]` (see [`filter`]).
 #[inline(always)]
 fn filter_rows<T: ConvElem>(w: &[T], c: usize, cross: usize, flip: bool, rows: Range<usize>, u: &mut [&mut [T]]) {
-    let mut k9 = vec![T::zero(); KERNEL_BLOCK * 9 * cross];
-    let mut t = vec![T::zero(); 18 * cross];
+    let mut k9 = Scratch::any(KERNEL_BLOCK * 9 * cross);
+    let mut t = Scratch::any(18 * cross);
     for l0 in rows.clone().step_by(KERNEL_BLOCK) {
         let nb = KERNEL_BLOCK.min(rows.end - l0);
         gather_taps(w, c, cross, l0..l0 + nb, flip, &mut k9);

@@ -19,7 +19,7 @@ use super::winograd::{
     SMALL_PLANE_TILES, WGRAD_SHARED_CHUNK_BYTES,
 };
 use super::Geom;
-use crate::storage::{dispatch, fanout};
+use crate::storage::{dispatch, fanout, Scratch};
 use parking_lot::Mutex;
 use std::ops::Range;
 
@@ -63,7 +63,7 @@ fn by_channels<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
 /// band's `|cs| · 9` values of output channel `o`).
 fn channel_band<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], cs: Range<usize>, rows: &mut [&mut [T]]) {
     let cr = cs.len();
-    let mut acc = vec![T::zero(); 16 * g.o * cr];
+    let mut acc = Scratch::zeroed(16 * g.o * cr);
     weight_sums(g, dy, x, cs, false, &mut acc);
     dispatch(
         #[inline(always)]
@@ -88,13 +88,13 @@ pub(super) fn sample_block_sums<T: ConvElem>(
     positions: usize,
     small: bool,
     sums: &(dyn Fn(&[T], &[T], bool, &mut [T]) + Sync),
-) -> Vec<T> {
+) -> Scratch<T> {
     let threads = rayon::current_num_threads().max(1);
     let blocks = if threads > 1 && g.n >= threads && !small { threads } else { 1 };
     let per_block = g.n.div_ceil(blocks);
     let partial = |b: usize, par: bool| {
         let (lo, hi) = (b * per_block, ((b + 1) * per_block).min(g.n));
-        let mut acc = vec![T::zero(); positions * g.o * g.c];
+        let mut acc = Scratch::zeroed(positions * g.o * g.c);
         if lo < hi {
             sums(&dy[lo * g.o * g.op()..hi * g.o * g.op()], &x[lo * g.c * g.ip()..], par, &mut acc);
         }
