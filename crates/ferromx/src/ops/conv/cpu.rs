@@ -5,7 +5,7 @@
 //! column buffer; with fewer samples than cores the gemm itself goes parallel.
 
 use super::epilogue::Epilogue;
-use super::{direct, winograd, Geom};
+use super::{direct, direct_grad, winograd, Geom};
 use crate::engine::OpFailure;
 use crate::opdef::OpCall;
 use crate::storage::{dispatch, fanout, matmul, matmul_seq, GemmElem, Kernel, Scratch, ScratchElem};
@@ -496,6 +496,9 @@ pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [
 pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut [T]) {
     if winograd::applies_weight_grad(g) {
         return winograd::backward_weight(g, dy, x, dw);
+    }
+    if direct_grad::backward_weight(g, dy, x, dw) {
+        return;
     }
     let (og, rows, op) = (g.og(), g.rows(), g.op());
     let nbmax = batch(g);

@@ -25,7 +25,7 @@ use crate::storage::Scratch;
 use pulp::{Simd, WithSimd};
 
 /// Widest vector (f32 lanes) the padded rows are laid out for.
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 /// Most output channels per register block.
 const MAX_B: usize = 8;
 /// Most output channels a layer may have to take this path.
@@ -278,6 +278,6 @@ impl<const B: usize> WithSimd for Sample<'_, B> {
 
 /// One whole vector of `S` read from the front of `s` (any alignment).
 #[inline(always)]
-fn load<S: Simd>(s: &[f32]) -> S::f32s {
+pub(super) fn load<S: Simd>(s: &[f32]) -> S::f32s {
     bytemuck::pod_read_unaligned(bytemuck::cast_slice(&s[..S::F32_LANES]))
 }

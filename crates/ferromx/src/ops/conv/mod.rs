@@ -11,6 +11,7 @@
 pub(crate) mod cpu;
 mod deformable;
 mod direct;
+mod direct_grad;
 mod epilogue;
 mod fused;
 mod layout;
