@@ -191,7 +191,8 @@ def test_convolution_workspaces_come_from_the_pool_and_go_back():
     y = conv()
     after = live()
     info = engine.memory_info()
-    assert out_bytes <= after - base <= out_bytes * 9 // 8, "only the output (its size class) stays alive"
+    # only the output (its size class) stays alive
+    assert out_bytes <= after - base <= out_bytes * 9 // 8
     assert info["peak_live"] - base >= out_bytes + (1 << 20), "the workspace is pool memory"
     assert info["peak_held"] == held_before, "the second call took only pooled buffers"
     np.testing.assert_array_equal(y.asnumpy(), ref)
