@@ -3,8 +3,8 @@
 //! # Safety argument
 //!
 //! This module holds the crate's `unsafe` code (apart from allocation in
-//! `pool.rs` and the owned workspaces of `scratch.rs`). A [`Chunk`] owns one 64-byte aligned allocation and the engine
-//! variable that guards it. Typed slices of a chunk are only ever created by
+//! `pool.rs` and the owned workspaces of `scratch.rs`). A [`Chunk`] owns one
+//! 64-byte aligned allocation and the engine variable that guards it. Typed slices of a chunk are only ever created by
 //! [`Kernel`], and a `Kernel` is only ever constructed by [`push_kernel`]
 //! *inside the closure the engine runs* for an operation that declared every
 //! input chunk's var as read and every output chunk's var as written. The
