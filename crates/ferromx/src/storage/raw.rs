@@ -5,9 +5,10 @@
 //! This module holds the crate's `unsafe` code (apart from allocation in
 //! `pool.rs` and the owned workspaces of `scratch.rs`). A [`Chunk`] owns one
 //! 64-byte aligned allocation and the engine variable that guards it. Typed
-//! slices of a chunk are only ever created by [`Kernel`], and a `Kernel` is only ever constructed by [`push_kernel`]
-//! *inside the closure the engine runs* for an operation that declared every
-//! input chunk's var as read and every output chunk's var as written. The
+//! slices of a chunk are only ever created by [`Kernel`], and a `Kernel` is
+//! only ever constructed by [`push_kernel`] *inside the closure the engine
+//! runs* for an operation that declared every input chunk's var as read and
+//! every output chunk's var as written. The
 //! engine's ordering rule then guarantees, for the whole time the closure runs:
 //!
 //! * no other operation writes any input or output chunk (writes are
