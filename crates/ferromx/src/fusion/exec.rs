@@ -105,6 +105,9 @@ pub(crate) fn run(p: &Program, k: &Kernel) -> Result<(), OpFailure> {
     Ok(())
 }
 
+/// Tiles ahead of the current one whose memory is prefetched.
+const PREFETCH_TILES: usize = 4;
+
 /// Elements `start..start + len` of every output (`outs` are those pieces).
 fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, len: usize) {
     let tile = TILE.min(len);
@@ -115,6 +118,18 @@ fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, le
     let mut t = 0;
     while t < len {
         let m = tile.min(len - t);
+        // The tile after next: its inputs and outputs start moving while this
+        // tile's arithmetic runs (see `storage::prefetch`).
+        let ahead = t + PREFETCH_TILES * tile;
+        if ahead < len {
+            let n = tile.min(len - ahead);
+            for i in ins {
+                i.prefetch(start + ahead, n);
+            }
+            for o in outs.iter() {
+                o.prefetch(ahead, n);
+            }
+        }
         for (j, s) in p.steps.iter().enumerate() {
             if p.skip[j] {
                 continue;

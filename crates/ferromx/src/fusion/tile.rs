@@ -67,6 +67,11 @@ macro_rules! tiles {
             pub(crate) fn sub(&self, start: usize, len: usize) -> InRef<'a> {
                 match self { $( InRef::$v(s) => InRef::$v(&s[start..start + len]), )* }
             }
+            /// Prefetches elements `start..start + len` (clamped to the slice).
+            #[inline]
+            pub(crate) fn prefetch(&self, start: usize, len: usize) {
+                match self { $( InRef::$v(s) => crate::storage::prefetch(window(s, start, len), false), )* }
+            }
         }
 
         impl<'a> OutRef<'a> {
@@ -83,6 +88,11 @@ macro_rules! tiles {
             #[inline]
             pub(crate) fn sub_mut(&mut self, start: usize, len: usize) -> OutRef<'_> {
                 match self { $( OutRef::$v(s) => OutRef::$v(&mut s[start..start + len]), )* }
+            }
+            /// Prefetches elements `start..start + len` (clamped) for writing.
+            #[inline]
+            pub(crate) fn prefetch(&self, start: usize, len: usize) {
+                match self { $( OutRef::$v(s) => crate::storage::prefetch(window(s, start, len), true), )* }
             }
             /// Copies the elements of `src` (same dtype and length) in.
             pub(crate) fn copy_from(&mut self, src: &InRef) {
@@ -119,6 +129,13 @@ macro_rules! tiles {
     };
 }
 
+/// `s[start..start + len]`, clamped to `s` (empty past its end).
+#[inline]
+fn window<T>(s: &[T], start: usize, len: usize) -> &[T] {
+    let lo = start.min(s.len());
+    &s[lo..(lo + len).min(s.len())]
+}
+
 /// Element types a tile can hold: typed views of a [`Buf`].
 pub(crate) trait TileElem: Elem {
     /// An operand's elements (panics, an internal error, on a dtype mismatch).
@@ -128,3 +145,16 @@ pub(crate) trait TileElem: Elem {
 }
 
 tiles!(F32 f32, F64 f64, F16 f16, BF16 bf16, U8 u8, I8 i8, I32 i32, I64 i64, Bool bool);
+
+#[cfg(test)]
+mod tests {
+    use super::window;
+
+    #[test]
+    fn a_prefetch_window_is_clamped_to_its_slice() {
+        let s = [0u8; 10];
+        assert_eq!(window(&s, 2, 5).len(), 5);
+        assert_eq!(window(&s, 8, 5).len(), 2, "past the end: the rest");
+        assert!(window(&s, 12, 5).is_empty(), "wholly past the end: nothing");
+    }
+}

@@ -63,3 +63,39 @@ pub fn dispatch<R>(f: impl FnOnce() -> R) -> R {
         f()
     }
 }
+
+/// Asks the CPU to bring `s`'s cache lines into L1 ahead of use (for reading,
+/// or with `write` for writing: the line is fetched for ownership); a hint
+/// only, with no effect on values.
+///
+/// Why: a fused elementwise program reads its inputs and writes its outputs
+/// only in its first and last steps of each tile; between them it computes on
+/// cache-resident tiles and issues no memory traffic, so without a prefetch
+/// its memory time and its arithmetic time added up instead of overlapping
+/// (16M-element `exp(x*2+1)*x-(x*2+1)`: 3.0 ms of streaming + 3.5 ms of
+/// arithmetic = 6.6–6.9 ms).
+#[inline]
+pub fn prefetch<T>(s: &[T], write: bool) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_ET0, _MM_HINT_T0};
+        let base = s.as_ptr() as *const i8;
+        let bytes = std::mem::size_of_val(s);
+        for off in (0..bytes).step_by(64) {
+            // SAFETY: a prefetch is a hint that never faults or changes memory,
+            // and `base + off` lies inside the slice.
+            unsafe {
+                let p = base.add(off);
+                if write {
+                    _mm_prefetch::<_MM_HINT_ET0>(p);
+                } else {
+                    _mm_prefetch::<_MM_HINT_T0>(p);
+                }
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = (s, write);
+    }
+}
