@@ -70,23 +70,7 @@ pub(crate) fn size_class(bytes: usize) -> usize {
 /// [`take_pooled`]) or the allocator, with the class of the buffer given; `None`
 /// when the system cannot provide it (the caller reports an error).
 pub(crate) fn take(class: usize) -> Option<(NonNull<u8>, usize)> {
-    if class == 0 {
-        // A dangling, aligned pointer for empty arrays; never dereferenced.
-        return NonNull::new(ALIGN as *mut u8).map(|p| (p, 0));
-    }
-    let p = pool();
-    if let Some((addr, got)) = take_pooled(&mut p.free.lock(), class) {
-        p.pooled.fetch_sub(got as u64, Ordering::Relaxed);
-        p.hits.fetch_add(1, Ordering::Relaxed);
-        p.count_taken(got);
-        return NonNull::new(addr as *mut u8).map(|q| (q, got));
-    }
-    p.misses.fetch_add(1, Ordering::Relaxed);
-    let layout = Layout::from_size_align(class, ALIGN).ok()?;
-    // SAFETY: class > 0, so the layout has non-zero size.
-    let ptr = NonNull::new(unsafe { System.alloc(layout) })?;
-    p.count_taken(class);
-    Some((ptr, class))
+    take_with(class, false, |free| take_pooled(free, class))
 }
 
 /// [`take`] for a kernel workspace ([`super::scratch::Scratch`]): a pooled
@@ -97,15 +81,25 @@ pub(crate) fn take(class: usize) -> Option<(NonNull<u8>, usize)> {
 /// larger idle buffer (typically a freed activation) costs nothing, while a
 /// fresh buffer of an odd size would stay in the pool for good.
 pub(crate) fn take_scratch(class: usize) -> Option<(NonNull<u8>, usize)> {
+    take_with(class, true, |free| {
+        take_pooled(free, class).or_else(|| take_larger(free, class, class.saturating_mul(SCRATCH_SLACK)))
+    })
+}
+
+/// A buffer of class `class`: the pooled one `fit` picks, else a fresh one
+/// from the system (zeroed with `zeroed`), counted either way.
+fn take_with(
+    class: usize,
+    zeroed: bool,
+    fit: impl FnOnce(&mut HashMap<usize, Vec<usize>>) -> Option<(usize, usize)>,
+) -> Option<(NonNull<u8>, usize)> {
     if class == 0 {
+        // A dangling, aligned pointer for empty buffers; never dereferenced.
         return NonNull::new(ALIGN as *mut u8).map(|p| (p, 0));
     }
     let p = pool();
-    let got = {
-        let mut free = p.free.lock();
-        take_pooled(&mut free, class).or_else(|| take_larger(&mut free, class, class.saturating_mul(SCRATCH_SLACK)))
-    };
-    if let Some((addr, got)) = got {
+    let pooled = fit(&mut p.free.lock());
+    if let Some((addr, got)) = pooled {
         p.pooled.fetch_sub(got as u64, Ordering::Relaxed);
         p.hits.fetch_add(1, Ordering::Relaxed);
         p.count_taken(got);
@@ -114,7 +108,13 @@ pub(crate) fn take_scratch(class: usize) -> Option<(NonNull<u8>, usize)> {
     p.misses.fetch_add(1, Ordering::Relaxed);
     let layout = Layout::from_size_align(class, ALIGN).ok()?;
     // SAFETY: class > 0, so the layout has non-zero size.
-    let ptr = NonNull::new(unsafe { System.alloc_zeroed(layout) })?;
+    let ptr = NonNull::new(unsafe {
+        if zeroed {
+            System.alloc_zeroed(layout)
+        } else {
+            System.alloc(layout)
+        }
+    })?;
     p.count_taken(class);
     Some((ptr, class))
 }

@@ -79,14 +79,15 @@ fn block_sums(g: &Geom, dy: &[f32], x: &[f32], samples: std::ops::Range<usize>) 
         lay.load(g, x, dy, s0, ns, &mut xp, &mut dyp);
         let run = Accumulate { g, lay: &lay, x: &xp, dy: &dyp, ns, table: &mut table };
         let arch = pulp::Arch::new();
+        // The pairs `regs_block` gives (the layout was padded for `b` channels).
         match (b, kw) {
-            (_, 1) => arch.dispatch(Kernel::<8, 1>(run)),
-            (_, 2) => arch.dispatch(Kernel::<8, 2>(run)),
-            (_, 3) => arch.dispatch(Kernel::<6, 3>(run)),
-            (_, 4) => arch.dispatch(Kernel::<6, 4>(run)),
+            (8, 1) => arch.dispatch(Kernel::<8, 1>(run)),
+            (8, 2) => arch.dispatch(Kernel::<8, 2>(run)),
+            (6, 3) => arch.dispatch(Kernel::<6, 3>(run)),
+            (6, 4) => arch.dispatch(Kernel::<6, 4>(run)),
             (3, 5) => arch.dispatch(Kernel::<3, 5>(run)),
-            (_, 5) => arch.dispatch(Kernel::<4, 5>(run)),
-            (_, 6) => arch.dispatch(Kernel::<4, 6>(run)),
+            (4, 5) => arch.dispatch(Kernel::<4, 5>(run)),
+            (4, 6) => arch.dispatch(Kernel::<4, 6>(run)),
             _ => arch.dispatch(Kernel::<3, 7>(run)),
         }
         s0 += ns;
