@@ -4,6 +4,8 @@ use crate::error::{Error, Result};
 use smallvec::SmallVec;
 use std::fmt;
 
+mod tile16;
+
 /// Dimensions of an array (row-major). Rank 0 is a scalar.
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
 pub struct Shape(pub SmallVec<[usize; 6]>);
@@ -205,9 +207,14 @@ const TILE: usize = 16;
 /// one new cache line (and, for strides of a power of two, one already-crowded cache set)
 /// per element; a 512 × 512 float transpose ran at 2 GB/s that way. Square tiles read and
 /// write whole lines.
-pub fn transpose_rows<T: Copy>(src: &[T], rows: usize, cols: usize, first: usize, dst: &mut [T]) {
+pub fn transpose_rows<T: Copy + 'static>(src: &[T], rows: usize, cols: usize, first: usize, dst: &mut [T]) {
     if rows == 0 || cols == 0 {
         return;
+    }
+    if let (Some(s), Some(d)) = (crate::storage::as_f32s(src), crate::storage::as_f32s_mut(dst)) {
+        if tile16::transpose_rows_f32(s, rows, cols, first, d) {
+            return;
+        }
     }
     let nrows = dst.len() / rows;
     let mut q = 0;

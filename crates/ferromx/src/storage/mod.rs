@@ -21,4 +21,4 @@ pub(crate) use raw::{
     push_bulk, push_copy_out, push_fused, push_kernel, push_op_call, push_op_call_deferred, BulkCall, Chunk, View,
 };
 pub(crate) use scratch::{Scratch, ScratchElem};
-pub use simd::{dispatch, prefetch};
+pub use simd::{as_f32s, as_f32s_mut, dispatch, prefetch};

@@ -99,3 +99,22 @@ pub fn prefetch<T>(s: &[T], write: bool) {
         let _ = (s, write);
     }
 }
+
+/// `s` as `&[f32]` when `T` is `f32` (a kernel's specialised float32 path
+/// inside a generic one).
+pub fn as_f32s<T: 'static>(s: &[T]) -> Option<&[f32]> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return None;
+    }
+    // SAFETY: `T` is `f32` (same TypeId), so this is the same slice, type and length unchanged.
+    Some(unsafe { std::slice::from_raw_parts(s.as_ptr() as *const f32, s.len()) })
+}
+
+/// [`as_f32s`] for a mutable slice.
+pub fn as_f32s_mut<T: 'static>(s: &mut [T]) -> Option<&mut [f32]> {
+    if std::any::TypeId::of::<T>() != std::any::TypeId::of::<f32>() {
+        return None;
+    }
+    // SAFETY: as in `as_f32s`; the exclusive borrow of `s` moves to the result.
+    Some(unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut f32, s.len()) })
+}

@@ -5,7 +5,7 @@
 //! column buffer; with fewer samples than cores the gemm itself goes parallel.
 
 use super::epilogue::Epilogue;
-use super::{direct, direct_grad, winograd, Geom};
+use super::{direct, direct_grad, im2row, winograd, Geom};
 use crate::engine::OpFailure;
 use crate::opdef::OpCall;
 use crate::storage::{dispatch, fanout, matmul, matmul_seq, GemmElem, Kernel, Scratch, ScratchElem};
@@ -181,7 +181,7 @@ fn thin(g: &Geom) -> bool {
 }
 
 /// `dst[c][r] = src[r][c]` for a `rows × cols` matrix `src`.
-fn transpose_into<T: Copy>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
+fn transpose_into<T: Copy + 'static>(src: &[T], rows: usize, cols: usize, dst: &mut [T]) {
     crate::shape::transpose_rows(&src[..rows * cols], rows, cols, 0, &mut dst[..rows * cols]);
 }
 
@@ -379,22 +379,36 @@ pub(crate) fn forward_with<T: ConvElem>(
     let direct = nbmax == 1 && g.pointwise();
     let flops = 2 * g.o * op * rows;
     let thin = thin(g);
+    let rowwise = !thin && im2row::applies(g);
+    let mut taps_first = Scratch::any(if rowwise { w.len() } else { 0 });
+    let w: &[T] = if rowwise {
+        im2row::taps_first(g, w, &mut taps_first);
+        &taps_first
+    } else {
+        w
+    };
     for_blocks(out, g.o * op, flops, &|first, block, par| {
         let count = block.len() / (g.o * op);
         let epi = epi.offset(first * g.o * op);
         let col_len = if direct { 0 } else { rows * op * nbmax };
         let tmp_len = if nbmax > 1 || thin { og * op * nbmax } else { 0 };
         let tmp_t_len = if thin { og * op * nbmax } else { 0 };
-        T::with_workspace(col_len + tmp_len + tmp_t_len, |ws| {
+        let hwc_len = if rowwise { im2row::sample_len(g) } else { 0 };
+        T::with_workspace(col_len + tmp_len + tmp_t_len + hwc_len, |ws| {
             let (col, rest) = ws.split_at_mut(col_len);
-            let (tmp, tmp_t) = rest.split_at_mut(tmp_len);
+            let (tmp, rest) = rest.split_at_mut(tmp_len);
+            let (tmp_t, hwc) = rest.split_at_mut(tmp_t_len);
             let mut j0 = 0;
             while j0 < count {
                 let (nb, s0) = (nbmax.min(count - j0), first + j0);
                 let ld = nb * op;
                 for grp in 0..g.groups {
                     let wg = &w[grp * og * rows..(grp + 1) * og * rows];
-                    let colm = columns(g, x, s0, nb, grp, direct, col);
+                    let colm = if rowwise {
+                        im2row::rows(g, x, s0, nb, hwc, col)
+                    } else {
+                        columns(g, x, s0, nb, grp, direct, col)
+                    };
                     let bias_of = |o: usize| bias.map(|b| b[grp * og + o]);
                     if thin {
                         // (positions × og) = colsᵀ · wᵀ, then back to og × positions.
@@ -407,7 +421,7 @@ pub(crate) fn forward_with<T: ConvElem>(
                                 orow.fill(b);
                             }
                         }
-                        mm(par, og, op, rows, out_g, wg, false, colm, false, bias.is_some());
+                        mm(par, og, op, rows, out_g, wg, false, colm, rowwise, bias.is_some());
                         if !epi.is_none() {
                             let at = (j0 * g.o + grp * og) * op;
                             dispatch(
@@ -421,7 +435,7 @@ pub(crate) fn forward_with<T: ConvElem>(
                         }
                         continue;
                     } else {
-                        mm(par, og, ld, rows, &mut tmp[..og * ld], wg, false, colm, false, false);
+                        mm(par, og, ld, rows, &mut tmp[..og * ld], wg, false, colm, rowwise, false);
                     }
                     dispatch(
                         #[inline(always)]
@@ -461,12 +475,22 @@ pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [
     let nbmax = batch(g);
     let direct = nbmax == 1 && g.pointwise();
     let flops = 2 * g.o * op * rows;
+    let rowwise = im2row::applies(g);
+    let mut taps_first = Scratch::any(if rowwise { w.len() } else { 0 });
+    let w: &[T] = if rowwise {
+        im2row::taps_first(g, w, &mut taps_first);
+        &taps_first
+    } else {
+        w
+    };
     for_blocks(dx, g.c * ip, flops, &|first, block, par| {
         let count = block.len() / (g.c * ip);
         let col_len = if direct { 0 } else { rows * op * nbmax };
         let dyb_len = if nbmax > 1 { og * op * nbmax } else { 0 };
-        T::with_workspace(col_len + dyb_len, |ws| {
-            let (col, dyb) = ws.split_at_mut(col_len);
+        let hwc_len = if rowwise { im2row::sample_len(g) } else { 0 };
+        T::with_workspace(col_len + dyb_len + hwc_len, |ws| {
+            let (col, rest) = ws.split_at_mut(col_len);
+            let (dyb, hwc) = rest.split_at_mut(dyb_len);
             let mut j0 = 0;
             while j0 < count {
                 let (nb, s0) = (nbmax.min(count - j0), first + j0);
@@ -477,6 +501,12 @@ pub(crate) fn backward_data<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut [
                     let at = |j: usize| ((j0 + j) * g.c + grp * cg) * ip;
                     if direct {
                         mm(par, rows, op, og, &mut block[at(0)..at(0) + cg * ip], wg, true, dyg, false, false);
+                        continue;
+                    }
+                    if rowwise {
+                        // patch-row gradients (positions × rows) = dyᵀ · filter, one group
+                        mm(par, ld, rows, og, &mut col[..rows * ld], dyg, true, wg, false, false);
+                        im2row::scatter(g, col, nb, hwc, &mut block[at(0)..at(nb)]);
                         continue;
                     }
                     mm(par, rows, ld, og, &mut col[..rows * ld], wg, true, dyg, false, false);
@@ -507,12 +537,16 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
     let blocks = if threads > 1 && g.n >= threads && 2 * g.o * op * rows * g.n >= 1 << 20 { threads } else { 1 };
     let per_block = g.n.div_ceil(blocks);
     let thin = thin(g);
-    // Each group's sum is og × rows, or rows × og when `thin` (transposed at the end).
+    let rowwise = !thin && im2row::applies(g);
+    // Each group's sum is og × rows, or rows × og when `thin`, or in the patch
+    // rows' (tap, channel) order when `rowwise` (put back at the end).
     let partial = |b: usize, acc: &mut [T], par: bool| {
         let col_len = if direct { 0 } else { rows * op * nbmax };
         let dyb_len = if nbmax > 1 { og * op * nbmax } else { 0 };
-        T::with_workspace(col_len + dyb_len, |ws| {
-            let (col, dyb) = ws.split_at_mut(col_len);
+        let hwc_len = if rowwise { im2row::sample_len(g) } else { 0 };
+        T::with_workspace(col_len + dyb_len + hwc_len, |ws| {
+            let (col, rest) = ws.split_at_mut(col_len);
+            let (dyb, hwc) = rest.split_at_mut(dyb_len);
             let mut first = true;
             let (lo, hi) = (b * per_block, ((b + 1) * per_block).min(g.n));
             let mut s0 = lo;
@@ -520,13 +554,17 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
                 let nb = nbmax.min(hi - s0);
                 let ld = nb * op;
                 for grp in 0..g.groups {
-                    let colm = columns(g, x, s0, nb, grp, direct, col);
+                    let colm = if rowwise {
+                        im2row::rows(g, x, s0, nb, hwc, col)
+                    } else {
+                        columns(g, x, s0, nb, grp, direct, col)
+                    };
                     let dyg = grad_columns(g, dy, s0, nb, grp, dyb);
                     let accg = &mut acc[grp * og * rows..(grp + 1) * og * rows];
                     if thin {
                         mm(par, rows, og, ld, accg, colm, false, dyg, true, !first);
                     } else {
-                        mm(par, og, rows, ld, accg, dyg, false, colm, true, !first);
+                        mm(par, og, rows, ld, accg, dyg, false, colm, !rowwise, !first);
                     }
                 }
                 first = false;
@@ -538,12 +576,16 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
         });
     };
     let untranspose = |acc: &[T], dw: &mut [T]| {
+        if rowwise {
+            im2row::channels_first(g, acc, dw);
+            return;
+        }
         for (a, d) in acc.chunks_exact(og * rows).zip(dw.chunks_exact_mut(og * rows)) {
             transpose_into(a, rows, og, d);
         }
     };
     if blocks == 1 {
-        if thin {
+        if thin || rowwise {
             let mut acc = Scratch::zeroed(dw.len());
             dispatch(|| partial(0, &mut acc, threads > 1));
             untranspose(&acc, dw);
@@ -558,7 +600,7 @@ pub(crate) fn backward_weight<T: ConvElem>(g: &Geom, dy: &[T], x: &[T], dw: &mut
         dispatch(|| partial(b, &mut acc, false));
         acc
     });
-    if thin {
+    if thin || rowwise {
         untranspose(&sum, dw);
     } else {
         dw.copy_from_slice(&sum);

@@ -14,6 +14,7 @@ mod direct;
 mod direct_grad;
 mod epilogue;
 mod fused;
+mod im2row;
 mod layout;
 #[cfg(test)]
 mod tests;

@@ -89,6 +89,34 @@ fn cases() -> Vec<Geom> {
         // 144 positions: batches of 4 samples, the last batch of 1 (5 samples), grouped.
         geom(5, 4, 4, 2, [1, 12, 12], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]),
     ]
+    .into_iter()
+    .chain(row_patch_cases())
+    .collect()
+}
+
+/// Strided layers with enough channels for the row patch matrices (`im2row.rs`).
+fn row_patch_cases() -> Vec<Geom> {
+    vec![
+        // odd sides, batched samples, split over cores
+        geom(8, 32, 32, 1, [1, 9, 8], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
+        // 2×2 downsampling, unpadded
+        geom(2, 32, 40, 1, [1, 8, 8], [1, 2, 2], [1, 2, 2], [1, 1, 1], [0, 0, 0]),
+        // stride on one axis, dilation on the other, uneven kernel
+        geom(2, 33, 32, 1, [1, 7, 9], [1, 3, 2], [1, 2, 1], [1, 1, 2], [0, 1, 0]),
+        // 529 positions: one sample per gemm
+        geom(2, 32, 32, 1, [1, 46, 46], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]),
+    ]
+}
+
+#[test]
+fn strided_layers_with_many_channels_take_row_patches() {
+    for g in row_patch_cases() {
+        assert!(super::im2row::applies(&g), "{g:?}");
+    }
+    let few = geom(2, 8, 32, 1, [1, 9, 8], [1, 3, 3], [1, 2, 2], [1, 1, 1], [0, 1, 1]);
+    let unstrided = geom(2, 32, 32, 1, [1, 9, 8], [1, 3, 3], [1, 1, 1], [1, 1, 1], [0, 1, 1]);
+    let pointwise = geom(2, 32, 32, 1, [1, 8, 8], [1, 1, 1], [1, 2, 2], [1, 1, 1], [0, 0, 0]);
+    assert!(![few, unstrided, pointwise].iter().any(super::im2row::applies));
 }
 
 #[test]
