@@ -115,25 +115,33 @@ fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, le
     let mut bufs: Vec<Buf> = (0..p.steps.len())
         .map(|j| Buf::new(p.steps[j].dtype, if direct[j].is_some() || p.skip[j] { 0 } else { tile }))
         .collect();
+    // Each run step issues its share of the prefetches, so memory requests are
+    // spread over the tile's arithmetic: issued all at once, they filled the
+    // core's line-fill buffers and the core stalled on the prefetches
+    // themselves (half of a 7-step chain's samples sat on them).
+    let run_steps = p.skip.iter().filter(|s| !**s).count().max(1);
     let mut t = 0;
     while t < len {
         let m = tile.min(len - t);
-        // The tile after next: its inputs and outputs start moving while this
-        // tile's arithmetic runs (see `storage::prefetch`).
+        // A tile `PREFETCH_TILES` ahead: its inputs and outputs start moving
+        // while this tile's arithmetic runs (see `storage::prefetch`).
         let ahead = t + PREFETCH_TILES * tile;
-        if ahead < len {
-            let n = tile.min(len - ahead);
-            for i in ins {
-                i.prefetch(start + ahead, n);
-            }
-            for o in outs.iter() {
-                o.prefetch(ahead, n);
-            }
-        }
+        let n_ahead = if ahead < len { tile.min(len - ahead) } else { 0 };
+        let mut nth = 0;
         for (j, s) in p.steps.iter().enumerate() {
             if p.skip[j] {
                 continue;
             }
+            if n_ahead > 0 {
+                let (lo, hi) = (nth * n_ahead / run_steps, (nth + 1) * n_ahead / run_steps);
+                for i in ins {
+                    i.prefetch(start + ahead + lo, hi - lo);
+                }
+                for o in outs.iter() {
+                    o.prefetch(ahead + lo, hi - lo);
+                }
+            }
+            nth += 1;
             let (lo, hi) = bufs.split_at_mut(j);
             let mut o = match direct[j] {
                 Some(oi) => outs[oi].sub_mut(t, m),
