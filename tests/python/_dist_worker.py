@@ -177,6 +177,12 @@ def overlap(dist):
     every later layer's backward), and when ``step`` returned to the frontend."""
     from ferromx import profiler
 
+    # Samples per step. The first bucket's allreduce starts a few ms into backward; at
+    # 96 samples backward's last gemm ended 0.9-12 ms after that, and a scheduling hiccup
+    # on a loaded 2-core machine once let it end first. 384 samples make the gemms after
+    # that point four times longer without changing what is checked.
+    BATCH = 384
+
     mx.random.seed(5)
     net = nn.Sequential()
     # fixed names: rank 0 built more blocks before (the reference), and parameters are
@@ -190,15 +196,15 @@ def overlap(dist):
     trainer = dist.DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1})
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
     rng = np.random.default_rng(dist.rank())
-    x = nd.array(rng.standard_normal((96, 784)).astype(np.float32))
-    y = nd.array(rng.integers(0, 10, 96).astype(np.float32))
+    x = nd.array(rng.standard_normal((BATCH, 784)).astype(np.float32))
+    y = nd.array(rng.integers(0, 10, BATCH).astype(np.float32))
     stepped = profiler.Marker(profiler.Domain("test"), "step returned")
 
     def step(mark):
         with autograd.record():
             loss = loss_fn(net(x), y)
         loss.backward()
-        trainer.step(96)
+        trainer.step(BATCH)
         if mark:
             stepped.mark()
 
@@ -213,9 +219,9 @@ def overlap(dist):
     ar = sorted((e["ts"], e["ts"] + e["dur"]) for e in evs
                 if e["ph"] == "X" and e["name"].startswith("allreduce(grads")
                 and not e["name"].endswith(".status"))
-    # dW of dense0 = dot(dY (96, 1024), x (96, 784)): the one gemm reading x in backward
+    # dW of dense0 = dot(dY (BATCH, 1024), x (BATCH, 784)): the one gemm reading x in backward
     last_bw = max(e["ts"] + e["dur"] for e in evs if e["ph"] == "X" and e["name"] == "dot"
-                  and "(96, 784)" in e["args"].get("detail", ""))
+                  and f"({BATCH}, 784)" in e["args"].get("detail", ""))
     mark = next(e["ts"] for e in evs if e["ph"] == "i" and e["name"] == "step returned")
     params = [p.data().asnumpy() for p in net.collect_params().values()]
     return [np.array(ar), np.array([last_bw, mark])] + params
