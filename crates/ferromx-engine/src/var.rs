@@ -33,6 +33,8 @@ pub(crate) struct VarState {
     pub(crate) error: Option<SharedError>,
     pub(crate) cleared_at: Option<u64>,
     pub(crate) seq: u64,
+    /// Write operations completed on this var, failed ones included.
+    pub(crate) writes_done: u64,
 }
 
 impl VarState {
@@ -78,6 +80,17 @@ impl Var {
     /// Whether two handles name the same variable.
     pub fn same(&self, other: &Var) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// How many write operations on this variable have completed (failed ones
+    /// included).
+    ///
+    /// Why: an operator that derives data from an input it only reads (a
+    /// convolution's transformed filter in an inference plan) may keep that
+    /// data while `(id, writes_done)` is unchanged. Read inside an op that holds
+    /// read access, the count is stable: no write can run until the op ends.
+    pub fn writes_done(&self) -> u64 {
+        self.0.state.lock().writes_done
     }
 
     /// The error this var carries and has not raised yet (does not clear it).

@@ -367,3 +367,24 @@ fn priority_does_not_break_dependencies() {
         assert_eq!(*log.lock().unwrap(), vec!["write", "read", "read", "read", "read", "write2"]);
     });
 }
+
+#[test]
+fn writes_done_counts_completed_writes_in_both_modes() {
+    with_deadline(DEADLINE, || {
+        for engine in [threaded(2), naive()] {
+            let v = engine.new_var();
+            assert_eq!(v.writes_done(), 0);
+            engine.push(Op::new("reads_v", || Ok(())).reads([&v]));
+            engine.wait_all().unwrap();
+            assert_eq!(v.writes_done(), 0, "a read is not a write");
+            for _ in 0..3 {
+                engine.push(Op::new("writes_v", || Ok(())).writes([&v]));
+            }
+            engine.push(Op::new("fails_on_v", || Err(ferromx_engine::OpFailure::runtime("no"))).writes([&v]));
+            let _ = engine.wait_all();
+            assert_eq!(v.writes_done(), 4, "three writes and a failed one");
+            let w = engine.new_var();
+            assert_eq!(w.writes_done(), 0);
+        }
+    });
+}

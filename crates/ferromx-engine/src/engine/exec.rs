@@ -180,6 +180,7 @@ impl Shared {
             let mut st = v.0.state.lock();
             st.writing = false;
             st.pending_writes -= 1;
+            st.writes_done += 1;
             while let Some((_, false)) = st.queue.front() {
                 let (next, _) = st.queue.pop_front().expect("front exists");
                 st.running_reads += 1;

@@ -19,6 +19,7 @@ pub use pool::{pool_stats, release_pool, reset_pool_peaks, PoolStats};
 pub use raw::{call_site, set_call_site, Kernel};
 pub(crate) use raw::{
     push_bulk, push_copy_out, push_fused, push_kernel, push_op_call, push_op_call_deferred, BulkCall, Chunk, View,
+    Written,
 };
 pub(crate) use scratch::{Scratch, ScratchElem};
 pub use simd::{as_f32s, as_f32s_mut, dispatch, prefetch};

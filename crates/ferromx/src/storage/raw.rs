@@ -167,6 +167,35 @@ impl Drop for Chunk {
     }
 }
 
+/// The identity of an input's contents ([`Kernel::input_identity`]): the same
+/// chunk, place and count of completed writes mean the same values, since every
+/// write to a chunk is an engine op that declares it.
+#[derive(Clone, Debug)]
+pub(crate) struct Written {
+    /// The chunk, to tell when it is gone.
+    pub(crate) chunk: std::sync::Weak<Chunk>,
+    /// Its engine variable's id (ids are never reused).
+    pub(crate) var: u64,
+    /// Write ops completed on it when the identity was taken.
+    pub(crate) writes: u64,
+    /// The view's first element.
+    pub(crate) offset: usize,
+    /// The view's element count.
+    pub(crate) len: usize,
+}
+
+impl Written {
+    /// Whether both name the same values.
+    pub(crate) fn same(&self, other: &Written) -> bool {
+        (self.var, self.writes, self.offset, self.len) == (other.var, other.writes, other.offset, other.len)
+    }
+
+    /// Whether the chunk still exists.
+    pub(crate) fn alive(&self) -> bool {
+        self.chunk.strong_count() > 0
+    }
+}
+
 /// What an operation captures of an array: chunk, element offset, length, dtype.
 #[derive(Clone)]
 pub(crate) struct View {
@@ -228,6 +257,24 @@ impl<'a> Kernel<'a> {
         // this chunk, outputs do not overlap inputs or each other, and this
         // output is handed out only once.
         unsafe { std::slice::from_raw_parts_mut(v.chunk.ptr().as_ptr().cast::<T>().add(v.offset), v.len) }
+    }
+
+    /// What input `i` holds, as long as the returned [`Written`] compares
+    /// equal: its chunk, its place in it and the chunk's completed writes.
+    /// `None` for memory another framework owns (DLPack), which it may
+    /// change behind the engine's back.
+    pub(crate) fn input_identity(&self, i: usize) -> Option<Written> {
+        let v = &self.ins[i];
+        if v.chunk.external.is_some() {
+            return None;
+        }
+        Some(Written {
+            chunk: Arc::downgrade(&v.chunk),
+            var: v.chunk.var.id(),
+            writes: v.chunk.var.writes_done(),
+            offset: v.offset,
+            len: v.len,
+        })
     }
 
     /// Dtype of input `i`.

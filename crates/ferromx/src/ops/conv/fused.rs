@@ -11,6 +11,7 @@
 
 use super::cpu::{forward_with, with_conv_dtype, ConvElem};
 use super::epilogue::{BnAffine, Epilogue};
+use super::prepared;
 use super::{conv_shapes, fmt_dims, ConvParams, Geom, DEFS};
 use crate::autograd::needs_record;
 use crate::dtype::{DType, Elem};
@@ -190,7 +191,10 @@ pub(crate) fn fused_fwd(call: &OpCall, k: &Kernel) -> std::result::Result<(), Op
             relu: s.relu,
         };
         let b = bias_at.map(|p| k.input::<T>(p));
-        forward_with::<T>(&g, k.input::<T>(0), k.input::<T>(1), b, &epi, k.output::<T>(0));
+        let (x, w, out) = (k.input::<T>(0), k.input::<T>(1), k.output::<T>(0));
+        if !prepared::forward::<T>(&g, x, w, k.input_identity(1), b, &epi, out) {
+            forward_with::<T>(&g, x, w, b, &epi, out);
+        }
     });
     Ok(())
 }

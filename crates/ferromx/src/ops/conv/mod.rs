@@ -16,6 +16,7 @@ mod epilogue;
 mod fused;
 mod im2row;
 mod layout;
+mod prepared;
 #[cfg(test)]
 mod tests;
 pub mod unfold;

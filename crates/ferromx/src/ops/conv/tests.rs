@@ -473,6 +473,59 @@ mod fused {
         check(&[20, 8, 6, 6], 64, 3, 1, 1, 1); // split over the cores
     }
 
+    fn relu_conv(x: &NDArray, w: &NDArray, fused: bool) -> Vec<f32> {
+        let o = w.dims()[0] as i64;
+        let a = vec![
+            ("kernel", ints(&[3, 3])),
+            ("pad", ints(&[1, 1])),
+            ("num_filter", Attr::Int(o)),
+            ("no_bias", Attr::Bool(true)),
+        ];
+        let y = if fused {
+            let mut fa = a.clone();
+            fa.push(("with_relu", Attr::Bool(true)));
+            call("_fused_convolution", &[x, w], &fa).unwrap()
+        } else {
+            let y = call("Convolution", &[x, w], &a).unwrap();
+            call("Activation", &[&y], &[("act_type", Attr::Str("relu".into()))]).unwrap()
+        };
+        y.to_vec::<f32>().unwrap()
+    }
+
+    #[test]
+    fn cached_filter_follows_writes_to_the_weight() {
+        let (x, w) = (arr(&[2, 16, 8, 8], 11, 0.0), arr(&[16, 16, 3, 3], 12, 0.0));
+        let first = relu_conv(&x, &w, true);
+        assert_eq!(first, relu_conv(&x, &w, false)); // the same F(4×4) transform as eager
+        assert!(super::super::prepared::cached_bytes() >= 36 * 16 * 16 * 4);
+        assert_eq!(first, relu_conv(&x, &w, true)); // from the cache
+                                                    // an engine write to the weight: the next call transforms the new values
+        crate::ops::assign(&w, &arr(&[16, 16, 3, 3], 13, 0.0)).unwrap();
+        let second = relu_conv(&x, &w, true);
+        assert_ne!(first, second);
+        assert_eq!(second, relu_conv(&x, &w, false));
+        // a view of another part of a chunk is another identity
+        let both = arr(&[2, 16, 16, 3, 3], 14, 0.0);
+        let half = |i: i64| {
+            let v = crate::ops::slice_axis(&both, 0, i, Some(i + 1)).unwrap();
+            crate::ops::reshape_to(&v, crate::Shape::new(&[16, 16, 3, 3])).unwrap()
+        };
+        let (w0, w1) = (half(0), half(1));
+        assert!(std::sync::Arc::ptr_eq(&w0.0.chunk, &w1.0.chunk), "views of one chunk");
+        assert_eq!(relu_conv(&x, &w0, true), relu_conv(&x, &w0, false));
+        assert_eq!(relu_conv(&x, &w1, true), relu_conv(&x, &w1, false));
+    }
+
+    #[test]
+    fn cached_large_filters_take_f4_within_float_error() {
+        // 36 · 320² · 4 bytes = 14.7 MB: too large for eager's F(4×4), cached as F(4×4)
+        let (x, w) = (arr(&[1, 320, 4, 4], 21, 0.0), arr(&[320, 320, 3, 3], 22, 0.0));
+        let (got, want) = (relu_conv(&x, &w, true), relu_conv(&x, &w, false));
+        let top = want.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let err = got.iter().zip(&want).fold(0f32, |m, (a, b)| m.max((a - b).abs()));
+        assert!(top > 1.0 && err <= 2e-5 * top, "err {err} of {top}");
+    }
+
     #[test]
     fn fused_convolution_checks_its_inputs() {
         let (x, w) = (arr(&[1, 2, 5, 5], 1, 0.0), arr(&[3, 2, 3, 3], 2, 0.0));
@@ -687,4 +740,15 @@ fn line_bands_write_every_line_of_every_plane_once() {
     let mut seen = seen.into_inner();
     seen.sort_by_key(|r| r.start);
     assert_eq!(seen, vec![0..16, 16..32, 32..37]);
+}
+
+#[test]
+fn short_copies_copy_every_length() {
+    for len in 0..20 {
+        let src: Vec<u32> = (0..len as u32).map(|v| v + 1).collect();
+        let mut dst = vec![0u32; len + 3];
+        super::winograd::copy_short(&mut dst[..len], &src);
+        assert_eq!(&dst[..len], &src[..], "{len}");
+        assert!(dst[len..].iter().all(|&v| v == 0), "{len}");
+    }
 }

@@ -160,7 +160,7 @@ pub(crate) fn backward_data2<T: ConvElem>(g: &Geom, dy: &[T], w: &[T], dx: &mut 
 /// channels: `G g Gᵀ` of the filter `w` (`o × c × 3 × 3`). With `flip`, the
 /// filter of the data gradient: rows are `w`'s input channels, columns its
 /// output channels, and the 3×3 kernel is rotated by 180°.
-fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Scratch<T> {
+pub(super) fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Scratch<T> {
     let mut u = Scratch::any(16 * o * c);
     let cross = if flip { o } else { c };
     let split = u.len() >= BAND_MIN_ELEMS;
@@ -290,7 +290,7 @@ impl Tiles {
 
 /// The Winograd convolution of `x` with the transformed filter `u`. A block's
 /// tile rows (all its samples' in turn) are processed in chunks of whole rows.
-fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilogue<'_, T>, out: &mut [T]) {
+pub(super) fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilogue<'_, T>, out: &mut [T]) {
     let tiles = Tiles::of(g);
     let rows_per_chunk = chunk_rows(tiles, 16 * (g.c + g.o) * std::mem::size_of::<T>(), chunk_bytes(), MIN_TILES);
     let flops = 2 * 16 * g.o * g.c * tiles.th * tiles.tw;
@@ -389,6 +389,33 @@ pub(super) fn split_row<T: ConvElem>(row: Option<&[T]>, off: isize, e: &mut [T],
     }
 }
 
+/// `dst.copy_from_slice(src)` for the short runs the transforms gather (one
+/// tile row: 1 to 16 tiles). Why: a slice copy of run-time length is a call
+/// to `memmove`, and on 4×4 and 8×8 planes (one or two tiles per row) those
+/// calls were most of the input transform (6 % of a hybridized ResNet-18
+/// forward); copies of a constant length compile to plain moves.
+#[inline(always)]
+pub(super) fn copy_short<T: Copy>(dst: &mut [T], src: &[T]) {
+    #[inline(always)]
+    fn n<T: Copy, const N: usize>(dst: &mut [T], src: &[T]) {
+        if let (Some(d), Some(s)) = (dst.first_chunk_mut::<N>(), src.first_chunk::<N>()) {
+            *d = *s;
+        }
+    }
+    match src.len() {
+        1 => n::<T, 1>(dst, src),
+        2 => n::<T, 2>(dst, src),
+        3 => n::<T, 3>(dst, src),
+        4 => n::<T, 4>(dst, src),
+        5 => n::<T, 5>(dst, src),
+        6 => n::<T, 6>(dst, src),
+        7 => n::<T, 7>(dst, src),
+        8 => n::<T, 8>(dst, src),
+        16 => n::<T, 16>(dst, src),
+        _ => dst.copy_from_slice(src),
+    }
+}
+
 /// Four rows of `len` elements at `buf[first..]`, stride `stride`.
 #[inline(always)]
 pub(super) fn rows4<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]; 4] {
@@ -475,7 +502,7 @@ pub(super) fn transform_input<T: ConvElem>(
                 split_row(row, -(g.p[2] as isize), ev, od);
                 for j in 0..4 {
                     let src = if j % 2 == 0 { &ev[j / 2..][..tw] } else { &od[j / 2..][..tw] };
-                    d[(i * 4 + j) * nt + rr * tw..][..tw].copy_from_slice(src);
+                    copy_short(&mut d[(i * 4 + j) * nt + rr * tw..][..tw], src);
                 }
             }
         }

@@ -21,7 +21,7 @@
 use super::cpu::{for_blocks, for_line_bands, mm, ConvElem, BAND_MIN_ELEMS};
 use super::epilogue::Epilogue;
 use super::winograd::{
-    chunk_bytes, chunk_rows, gather_taps, rows4, sample_block_sums, Tiles, WGRAD_SHARED_CHUNK_BYTES,
+    chunk_bytes, chunk_rows, copy_short, gather_taps, rows4, sample_block_sums, Tiles, WGRAD_SHARED_CHUNK_BYTES,
 };
 use super::Geom;
 use crate::storage::{dispatch, Scratch};
@@ -162,7 +162,7 @@ fn rows6<T>(buf: &mut [T], first: usize, stride: usize, len: usize) -> [&mut [T]
 /// data gradient's `c × o` of the rotated kernels), by rows of `U`: the nine
 /// taps of [`KERNEL_BLOCK`] kernels rows at a time are gathered into vectors
 /// over the row's columns and transformed as whole vectors.
-fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Scratch<T> {
+pub(super) fn filter<T: ConvElem>(w: &[T], o: usize, c: usize, flip: bool) -> Scratch<T> {
     let mut u = Scratch::any(P * o * c);
     let cross = if flip { o } else { c };
     let split = u.len() >= BAND_MIN_ELEMS;
@@ -219,7 +219,7 @@ fn filter_rows<T: ConvElem>(w: &[T], c: usize, cross: usize, flip: bool, rows: R
 }
 
 /// The convolution of `x` with the transformed filter `u`, in chunks of tile rows.
-fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilogue<'_, T>, out: &mut [T]) {
+pub(super) fn run<T: ConvElem>(g: &Geom, x: &[T], u: &[T], bias: Option<&[T]>, epi: &Epilogue<'_, T>, out: &mut [T]) {
     let tiles = Tiles::sized(g, 4);
     let per_tile = P * (g.c + g.o) * std::mem::size_of::<T>();
     let rows_per_chunk = chunk_rows(tiles, per_tile, chunk_bytes(), MIN_TILES);
@@ -324,7 +324,7 @@ fn transform_input<T: ConvElem>(
                 split_phases(row, -(g.p[2] as isize), w1, ph);
                 for j in 0..6 {
                     let src = &ph[(j % 4) * w1 + j / 4..][..tw];
-                    d[(i * 6 + j) * nt + rr * tw..][..tw].copy_from_slice(src);
+                    copy_short(&mut d[(i * 6 + j) * nt + rr * tw..][..tw], src);
                 }
             }
         }
@@ -516,7 +516,7 @@ fn transform_grad<T: ConvElem>(
                 let y = 4 * ty + r;
                 split_phases((y < oh).then(|| &plane_dy[y * ow..][..ow]), 0, tw, ph);
                 for cc in 0..4 {
-                    t4[(r * 4 + cc) * nt + rr * tw..][..tw].copy_from_slice(&ph[cc * tw..][..tw]);
+                    copy_short(&mut t4[(r * 4 + cc) * nt + rr * tw..][..tw], &ph[cc * tw..][..tw]);
                 }
             }
         }

@@ -15,8 +15,8 @@
 
 use super::cpu::{for_line_bands, mm, sum_of_blocks, ConvElem};
 use super::winograd::{
-    a4, chunk_bytes, chunk_rows, f4, rows4, scratch_len, split_row, transform_input, Tiles, MIN_CH, MIN_TILES,
-    SMALL_PLANE_TILES, WGRAD_SHARED_CHUNK_BYTES,
+    a4, chunk_bytes, chunk_rows, copy_short, f4, rows4, scratch_len, split_row, transform_input, Tiles, MIN_CH,
+    MIN_TILES, SMALL_PLANE_TILES, WGRAD_SHARED_CHUNK_BYTES,
 };
 use super::Geom;
 use crate::storage::{dispatch, fanout, Scratch};
@@ -170,8 +170,8 @@ fn transform_grad<T: ConvElem>(
             for r in 0..2 {
                 let y = 2 * ty + r;
                 split_row((y < oh).then(|| &plane_dy[y * ow..][..ow]), 0, ev, od);
-                t4[(r * 2) * nt + rr * tw..][..tw].copy_from_slice(ev);
-                t4[(r * 2 + 1) * nt + rr * tw..][..tw].copy_from_slice(od);
+                copy_short(&mut t4[(r * 2) * nt + rr * tw..][..tw], ev);
+                copy_short(&mut t4[(r * 2 + 1) * nt + rr * tw..][..tw], od);
             }
         }
         // h[i][c] = (A t)[i][c], over the rows r
