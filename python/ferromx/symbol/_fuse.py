@@ -6,7 +6,9 @@ feeds only ``BatchNorm`` (then, optionally, only an addition of an array of the 
 shape, then only ``relu``) — or only ``relu`` — is one ``_fused_convolution`` node. The
 kernel applies those steps to each output row while it is in cache, with the unfused
 operators' arithmetic in their order, so results are bitwise the same (MXNet's oneDNN
-backend fuses the same patterns into ``_sg_mkldnn_conv``). The graph users see, export
+backend fuses the same patterns into ``_sg_mkldnn_conv``), except on Winograd layers whose
+transformed filter the kernel keeps across calls (``conv/prepared.rs``) and, for 512 x 512
+channels, takes as F(4x4) where eager calls use F(2x2): float32 rounding apart. The graph users see, export
 and differentiate is never rewritten; ``FERROMX_CONV_FUSION=0`` turns the pass off.
 """
 
