@@ -105,8 +105,14 @@ pub(crate) fn run(p: &Program, k: &Kernel) -> Result<(), OpFailure> {
     Ok(())
 }
 
-/// Tiles ahead of the current one whose memory is prefetched.
-const PREFETCH_TILES: usize = 4;
+/// Tiles ahead of the current one whose memory is prefetched:
+/// `FERROMX_FUSION_PREFETCH_TILES` (default 4; 0 turns prefetching off).
+fn prefetch_tiles() -> usize {
+    static N: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *N.get_or_init(|| {
+        std::env::var("FERROMX_FUSION_PREFETCH_TILES").ok().and_then(|v| v.trim().parse().ok()).unwrap_or(4)
+    })
+}
 
 /// Elements `start..start + len` of every output (`outs` are those pieces).
 fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, len: usize) {
@@ -123,10 +129,10 @@ fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, le
     let mut t = 0;
     while t < len {
         let m = tile.min(len - t);
-        // A tile `PREFETCH_TILES` ahead: its inputs and outputs start moving
+        // A tile `prefetch_tiles()` ahead: its inputs and outputs start moving
         // while this tile's arithmetic runs (see `storage::prefetch`).
-        let ahead = t + PREFETCH_TILES * tile;
-        let n_ahead = if ahead < len { tile.min(len - ahead) } else { 0 };
+        let ahead = t + prefetch_tiles() * tile;
+        let n_ahead = if ahead < len && ahead > t { tile.min(len - ahead) } else { 0 };
         let mut nth = 0;
         for (j, s) in p.steps.iter().enumerate() {
             if p.skip[j] {
