@@ -33,8 +33,9 @@ pub(crate) struct VarState {
     pub(crate) error: Option<SharedError>,
     pub(crate) cleared_at: Option<u64>,
     pub(crate) seq: u64,
-    /// Write operations completed on this var, failed ones included.
-    pub(crate) writes_done: u64,
+    /// Write events on this var: each write op counts once when it is granted
+    /// access and once when it completes (failed ones included).
+    pub(crate) write_events: u64,
 }
 
 impl VarState {
@@ -82,15 +83,19 @@ impl Var {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// How many write operations on this variable have completed (failed ones
-    /// included).
+    /// A count that changes whenever a write to this variable starts or ends:
+    /// each write op adds one when it is granted access and one when it completes
+    /// (failed ones included).
     ///
     /// Why: an operator that derives data from an input it only reads (a
     /// convolution's transformed filter in an inference plan) may keep that
-    /// data while `(id, writes_done)` is unchanged. Read inside an op that holds
-    /// read access, the count is stable: no write can run until the op ends.
-    pub fn writes_done(&self) -> u64 {
-        self.0.state.lock().writes_done
+    /// data while `(id, write_events)` is unchanged. Read inside an op that holds
+    /// read access, the count is stable: no write can run until the op ends. Inside
+    /// an op that also writes the variable (a bulk of calls), the count differs from
+    /// every value seen outside it, before and after, so nothing kept there is
+    /// reused by a later op.
+    pub fn write_events(&self) -> u64 {
+        self.0.state.lock().write_events
     }
 
     /// The error this var carries and has not raised yet (does not clear it).

@@ -369,22 +369,22 @@ fn priority_does_not_break_dependencies() {
 }
 
 #[test]
-fn writes_done_counts_completed_writes_in_both_modes() {
+fn write_events_count_each_write_twice_in_both_modes() {
     with_deadline(DEADLINE, || {
         for engine in [threaded(2), naive()] {
             let v = engine.new_var();
-            assert_eq!(v.writes_done(), 0);
+            assert_eq!(v.write_events(), 0);
             engine.push(Op::new("reads_v", || Ok(())).reads([&v]));
             engine.wait_all().unwrap();
-            assert_eq!(v.writes_done(), 0, "a read is not a write");
+            assert_eq!(v.write_events(), 0, "a read is not a write");
             for _ in 0..3 {
                 engine.push(Op::new("writes_v", || Ok(())).writes([&v]));
             }
             engine.push(Op::new("fails_on_v", || Err(ferromx_engine::OpFailure::runtime("no"))).writes([&v]));
             let _ = engine.wait_all();
-            assert_eq!(v.writes_done(), 4, "three writes and a failed one");
+            assert_eq!(v.write_events(), 8, "three writes and a failed one, each granted and completed");
             let w = engine.new_var();
-            assert_eq!(w.writes_done(), 0);
+            assert_eq!(w.write_events(), 0);
         }
     });
 }

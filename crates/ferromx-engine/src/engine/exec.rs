@@ -172,6 +172,7 @@ impl Shared {
                 if let Some((_, true)) = st.queue.front() {
                     let (next, _) = st.queue.pop_front().expect("front exists");
                     st.writing = true;
+                    st.write_events += 1;
                     granted.push(next);
                 }
             }
@@ -180,7 +181,7 @@ impl Shared {
             let mut st = v.0.state.lock();
             st.writing = false;
             st.pending_writes -= 1;
-            st.writes_done += 1;
+            st.write_events += 1;
             while let Some((_, false)) = st.queue.front() {
                 let (next, _) = st.queue.pop_front().expect("front exists");
                 st.running_reads += 1;
@@ -190,6 +191,7 @@ impl Shared {
                 if let Some((_, true)) = st.queue.front() {
                     let (next, _) = st.queue.pop_front().expect("front exists");
                     st.writing = true;
+                    st.write_events += 1;
                     granted.push(next);
                 }
             }

@@ -153,6 +153,7 @@ impl Engine {
                 st.seq += 1;
                 st.pending_writes += 1;
                 st.writing = true;
+                st.write_events += 1;
             }
         }
         s.inflight_ops.fetch_add(1, Ordering::Relaxed);

@@ -168,7 +168,7 @@ impl Drop for Chunk {
 }
 
 /// The identity of an input's contents ([`Kernel::input_identity`]): the same
-/// chunk, place and count of completed writes mean the same values, since every
+/// chunk, place and count of write events mean the same values, since every
 /// write to a chunk is an engine op that declares it.
 #[derive(Clone, Debug)]
 pub(crate) struct Written {
@@ -176,7 +176,7 @@ pub(crate) struct Written {
     pub(crate) chunk: std::sync::Weak<Chunk>,
     /// Its engine variable's id (ids are never reused).
     pub(crate) var: u64,
-    /// Write ops completed on it when the identity was taken.
+    /// Its variable's write events (`Var::write_events`) when the identity was taken.
     pub(crate) writes: u64,
     /// The view's first element.
     pub(crate) offset: usize,
@@ -260,7 +260,7 @@ impl<'a> Kernel<'a> {
     }
 
     /// What input `i` holds, as long as the returned [`Written`] compares
-    /// equal: its chunk, its place in it and the chunk's completed writes.
+    /// equal: its chunk, its place in it and the chunk's write events.
     /// `None` for memory another framework owns (DLPack), which it may
     /// change behind the engine's back.
     pub(crate) fn input_identity(&self, i: usize) -> Option<Written> {
@@ -271,7 +271,7 @@ impl<'a> Kernel<'a> {
         Some(Written {
             chunk: Arc::downgrade(&v.chunk),
             var: v.chunk.var.id(),
-            writes: v.chunk.var.writes_done(),
+            writes: v.chunk.var.write_events(),
             offset: v.offset,
             len: v.len,
         })

@@ -11,7 +11,7 @@
 //! 36 values per tile where F(2×2) multiplies 64.
 //!
 //! An entry is keyed by the weight's identity ([`Written`]: chunk, place,
-//! completed writes), the transform and the layer's channels. A write to the
+//! write events), the transform and the layer's channels. A write to the
 //! weight (an optimizer step, `set_data`, a load) changes the identity, so the
 //! next call transforms again and replaces the entry; entries whose chunk is
 //! gone are dropped. The cache holds at most [`cap_bytes`] (least recently used

@@ -517,6 +517,45 @@ mod fused {
     }
 
     #[test]
+    fn cached_filter_sees_writes_inside_one_bulk() {
+        let (x, w, g) = (arr(&[2, 16, 8, 8], 31, 0.0), arr(&[16, 16, 3, 3], 32, 0.0), arr(&[16, 16, 3, 3], 33, 0.0));
+        let sgd = |w: &NDArray| {
+            let a = [("lr", Attr::Float(1.0)), ("wd", Attr::Float(0.0))];
+            call("sgd_update", &[w, &g], &a).unwrap();
+        };
+        let eager = |w: &NDArray| relu_conv(&x, w, false);
+        let fused_then_read = |w: &NDArray| {
+            let o = w.dims()[0] as i64;
+            let a = vec![
+                ("kernel", ints(&[3, 3])),
+                ("pad", ints(&[1, 1])),
+                ("num_filter", Attr::Int(o)),
+                ("no_bias", Attr::Bool(true)),
+                ("with_relu", Attr::Bool(true)),
+            ];
+            call("_fused_convolution", &[&x, w], &a).unwrap()
+        };
+        let before = relu_conv(&x, &w, true); // cached
+        assert_eq!(before, eager(&w));
+        // one bulk op: the update writes `w`, then the convolution reads it
+        let prev = crate::fusion::bulk::set_size(8);
+        sgd(&w);
+        let y = fused_then_read(&w);
+        crate::fusion::bulk::set_size(prev);
+        let got = y.to_vec::<f32>().unwrap();
+        assert_ne!(got, before);
+        assert_eq!(got, eager(&w));
+        // one bulk op: the convolution reads `w`, then the update writes it
+        let prev = crate::fusion::bulk::set_size(8);
+        let y = fused_then_read(&w);
+        sgd(&w);
+        crate::fusion::bulk::set_size(prev);
+        assert_eq!(y.to_vec::<f32>().unwrap(), got);
+        assert_eq!(relu_conv(&x, &w, true), eager(&w));
+        assert_ne!(relu_conv(&x, &w, true), got);
+    }
+
+    #[test]
     fn cached_large_filters_take_f4_within_float_error() {
         // 36 · 320² · 4 bytes = 14.7 MB: too large for eager's F(4×4), cached as F(4×4)
         let (x, w) = (arr(&[1, 320, 4, 4], 21, 0.0), arr(&[320, 320, 3, 3], 22, 0.0));
