@@ -443,8 +443,7 @@ impl Engine {
                 st.seq += 1;
                 st.pending_writes += 1;
                 if !st.writing && st.running_reads == 0 && st.queue.is_empty() {
-                    st.writing = true;
-                    st.write_events += 1;
+                    st.grant_write();
                     granted += 1;
                 } else {
                     st.queue.push_back((block.clone(), true));

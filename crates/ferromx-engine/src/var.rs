@@ -39,6 +39,12 @@ pub(crate) struct VarState {
 }
 
 impl VarState {
+    /// Grants the write access (`writing`) and counts the event (`write_events`).
+    pub(crate) fn grant_write(&mut self) {
+        self.writing = true;
+        self.write_events += 1;
+    }
+
     /// The error an op registered with `seq` inherits, if any.
     pub(crate) fn inherited(&self, seq: u64) -> Option<&SharedError> {
         self.error.as_ref().filter(|_| self.cleared_at.is_none_or(|c| seq < c))

@@ -8,8 +8,9 @@ kernel applies those steps to each output row while it is in cache, with the unf
 operators' arithmetic in their order, so results are bitwise the same (MXNet's oneDNN
 backend fuses the same patterns into ``_sg_mkldnn_conv``), except on Winograd layers whose
 transformed filter the kernel keeps across calls (``conv/prepared.rs``) and, for 512 x 512
-channels, takes as F(4x4) where eager calls use F(2x2): float32 rounding apart. The graph users see, export
-and differentiate is never rewritten; ``FERROMX_CONV_FUSION=0`` turns the pass off.
+channels, takes as F(4x4) where eager calls use F(2x2): float32 rounding apart. The graph
+users see, export and differentiate is never rewritten; ``FERROMX_CONV_FUSION=0`` turns the
+pass off.
 """
 
 import os

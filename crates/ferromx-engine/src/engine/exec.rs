@@ -171,8 +171,7 @@ impl Shared {
             if st.running_reads == 0 && !st.writing {
                 if let Some((_, true)) = st.queue.front() {
                     let (next, _) = st.queue.pop_front().expect("front exists");
-                    st.writing = true;
-                    st.write_events += 1;
+                    st.grant_write();
                     granted.push(next);
                 }
             }
@@ -190,8 +189,7 @@ impl Shared {
             if st.running_reads == 0 {
                 if let Some((_, true)) = st.queue.front() {
                     let (next, _) = st.queue.pop_front().expect("front exists");
-                    st.writing = true;
-                    st.write_events += 1;
+                    st.grant_write();
                     granted.push(next);
                 }
             }

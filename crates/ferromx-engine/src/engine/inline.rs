@@ -152,8 +152,7 @@ impl Engine {
                 block.seqs[nr + i].store(st.seq, Ordering::Relaxed);
                 st.seq += 1;
                 st.pending_writes += 1;
-                st.writing = true;
-                st.write_events += 1;
+                st.grant_write();
             }
         }
         s.inflight_ops.fetch_add(1, Ordering::Relaxed);

@@ -126,12 +126,13 @@ fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, le
     // core's line-fill buffers and the core stalled on the prefetches
     // themselves (half of a 7-step chain's samples sat on them).
     let run_steps = p.skip.iter().filter(|s| !**s).count().max(1);
+    let tiles_ahead = prefetch_tiles();
     let mut t = 0;
     while t < len {
         let m = tile.min(len - t);
-        // A tile `prefetch_tiles()` ahead: its inputs and outputs start moving
+        // A tile `tiles_ahead` ahead: its inputs and outputs start moving
         // while this tile's arithmetic runs (see `storage::prefetch`).
-        let ahead = t + prefetch_tiles() * tile;
+        let ahead = t + tiles_ahead * tile;
         let n_ahead = if ahead < len && ahead > t { tile.min(len - ahead) } else { 0 };
         let mut nth = 0;
         for (j, s) in p.steps.iter().enumerate() {

@@ -45,6 +45,13 @@ struct Entry {
     data: Arc<dyn Any + Send + Sync>,
 }
 
+impl Entry {
+    /// Whether this entry holds `transform` of `weight` for `o × c` channels of `elem`.
+    fn holds(&self, weight: &Written, transform: Transform, o: usize, c: usize, elem: std::any::TypeId) -> bool {
+        self.weight.same(weight) && self.transform == transform && (self.o, self.c) == (o, c) && self.elem == elem
+    }
+}
+
 #[derive(Default)]
 struct Cache {
     entries: Vec<Entry>,
@@ -109,10 +116,7 @@ fn lookup<T: ConvElem>(
         let mut cache = CACHE.lock();
         cache.tick += 1;
         let tick = cache.tick;
-        let hit = cache
-            .entries
-            .iter_mut()
-            .find(|e| e.weight.same(&weight) && e.transform == transform && (e.o, e.c) == (o, c) && e.elem == elem);
+        let hit = cache.entries.iter_mut().find(|e| e.holds(&weight, transform, o, c, elem));
         if let Some(e) = hit {
             e.used = tick;
             if let Ok(u) = Arc::clone(&e.data).downcast::<Scratch<T>>() {
@@ -126,10 +130,7 @@ fn lookup<T: ConvElem>(
     // A write to the weight makes its old entries useless; so does its chunk's end.
     cache.entries.retain(|e| e.weight.alive() && !(e.weight.var == weight.var && e.weight.writes != weight.writes));
     // Another worker may have made the same transform meanwhile.
-    let made = cache
-        .entries
-        .iter()
-        .find(|e| e.weight.same(&weight) && e.transform == transform && (e.o, e.c) == (o, c) && e.elem == elem);
+    let made = cache.entries.iter().find(|e| e.holds(&weight, transform, o, c, elem));
     if let Some(Ok(other)) = made.map(|e| Arc::clone(&e.data).downcast::<Scratch<T>>()) {
         return other;
     }

@@ -473,7 +473,8 @@ mod fused {
         check(&[20, 8, 6, 6], 64, 3, 1, 1, 1); // split over the cores
     }
 
-    fn relu_conv(x: &NDArray, w: &NDArray, fused: bool) -> Vec<f32> {
+    /// `relu(conv(x, w))` (3×3, pad 1, no bias), fused or as the two operators, pushed only.
+    fn push_relu_conv(x: &NDArray, w: &NDArray, fused: bool) -> NDArray {
         let o = w.dims()[0] as i64;
         let a = vec![
             ("kernel", ints(&[3, 3])),
@@ -481,15 +482,18 @@ mod fused {
             ("num_filter", Attr::Int(o)),
             ("no_bias", Attr::Bool(true)),
         ];
-        let y = if fused {
+        if fused {
             let mut fa = a.clone();
             fa.push(("with_relu", Attr::Bool(true)));
             call("_fused_convolution", &[x, w], &fa).unwrap()
         } else {
             let y = call("Convolution", &[x, w], &a).unwrap();
             call("Activation", &[&y], &[("act_type", Attr::Str("relu".into()))]).unwrap()
-        };
-        y.to_vec::<f32>().unwrap()
+        }
+    }
+
+    fn relu_conv(x: &NDArray, w: &NDArray, fused: bool) -> Vec<f32> {
+        push_relu_conv(x, w, fused).to_vec::<f32>().unwrap()
     }
 
     #[test]
@@ -524,30 +528,19 @@ mod fused {
             call("sgd_update", &[w, &g], &a).unwrap();
         };
         let eager = |w: &NDArray| relu_conv(&x, w, false);
-        let fused_then_read = |w: &NDArray| {
-            let o = w.dims()[0] as i64;
-            let a = vec![
-                ("kernel", ints(&[3, 3])),
-                ("pad", ints(&[1, 1])),
-                ("num_filter", Attr::Int(o)),
-                ("no_bias", Attr::Bool(true)),
-                ("with_relu", Attr::Bool(true)),
-            ];
-            call("_fused_convolution", &[&x, w], &a).unwrap()
-        };
         let before = relu_conv(&x, &w, true); // cached
         assert_eq!(before, eager(&w));
         // one bulk op: the update writes `w`, then the convolution reads it
         let prev = crate::fusion::bulk::set_size(8);
         sgd(&w);
-        let y = fused_then_read(&w);
+        let y = push_relu_conv(&x, &w, true);
         crate::fusion::bulk::set_size(prev);
         let got = y.to_vec::<f32>().unwrap();
         assert_ne!(got, before);
         assert_eq!(got, eager(&w));
         // one bulk op: the convolution reads `w`, then the update writes it
         let prev = crate::fusion::bulk::set_size(8);
-        let y = fused_then_read(&w);
+        let y = push_relu_conv(&x, &w, true);
         sgd(&w);
         crate::fusion::bulk::set_size(prev);
         assert_eq!(y.to_vec::<f32>().unwrap(), got);
