@@ -60,7 +60,12 @@ class NativePlan:
         """``steps``: ``(operator, input slots, first output slot, output count, attrs)``."""
 
     def run(self, arrays: Sequence[NDArray]) -> list[NDArray]:
-        """Feeds slots ``0..len(arrays)``, runs every step, returns the head slots' arrays."""
+        """Feeds slots ``0..len(arrays)``, runs every step, returns the head slots' arrays.
+        Outside ``autograd.record()`` the first run of an input signature is recorded and
+        later runs of it replay the recorded operator calls (``fusion::replay``)."""
+
+    def taped(self) -> int:
+        """How many input signatures have a recorded run to replay."""
 
 class NDArray:
     """Native NDArray handle (not constructible directly: use ``ferromx.nd.array``)."""

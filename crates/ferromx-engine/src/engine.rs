@@ -22,7 +22,7 @@ mod exec;
 mod inline;
 mod wait;
 
-pub use deferred::{flush_deferred, set_deferred, set_flush_hook, set_held_here};
+pub use deferred::{flush_deferred, frontend_calls_here, set_deferred, set_flush_hook, set_held_here};
 pub use wait::WaitTicket;
 
 /// The closure an operation runs.

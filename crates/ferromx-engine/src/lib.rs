@@ -31,7 +31,8 @@ mod worker;
 pub use config::{EngineConfig, EngineMode};
 pub use device::{Device, DeviceKind};
 pub use engine::{
-    flush_deferred, in_engine_op, set_deferred, set_flush_hook, set_held_here, Engine, Op, OpFn, WaitTicket,
+    flush_deferred, frontend_calls_here, in_engine_op, set_deferred, set_flush_hook, set_held_here, Engine, Op, OpFn,
+    WaitTicket,
 };
 pub use error::{EngineError, ErrorKind, OpFailure, Result, SharedError};
 pub use events::{EngineEvent, Listener, WaitTarget};

@@ -18,6 +18,16 @@ static FLUSH_HOOK: OnceLock<fn()> = OnceLock::new();
 thread_local! {
     /// Set while this thread holds work back that only it can hand over (a bulk).
     static HELD_HERE: Cell<bool> = const { Cell::new(false) };
+    /// Pushes, waits and readiness queries this thread has made ([`frontend_calls_here`]).
+    static CALLS_HERE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// How many pushes, waits and readiness queries this thread has made so far
+/// (held-back work handed over by a flush excepted). A frontend recording a
+/// graph's operator calls to replay them later compares it before and after:
+/// a call that pushed an op of its own or read a value is not replayable.
+pub fn frontend_calls_here() -> u64 {
+    CALLS_HERE.with(Cell::get)
 }
 
 /// Marks that this thread holds back work of its own (`true`) or handed it over.
@@ -39,6 +49,7 @@ pub fn set_deferred(pending: bool) {
 /// operation (pushes from ops are never ordered against the frontend's).
 #[inline]
 pub fn flush_deferred() {
+    CALLS_HERE.with(|c| c.set(c.get() + 1));
     if (DEFERRED.load(Ordering::Acquire) || HELD_HERE.with(Cell::get)) && !in_engine_op() {
         if let Some(f) = FLUSH_HOOK.get() {
             f();

@@ -31,6 +31,8 @@ struct State {
     /// The imperative bulk size ([`set_size`]): 0 is off.
     size: usize,
     calls: Vec<BulkCall>,
+    /// Non-empty flushes so far (a recording compares it: see [`flushes_here`]).
+    flushes: u64,
 }
 
 impl State {
@@ -49,7 +51,7 @@ impl State {
 
 thread_local! {
     static STATE: RefCell<State> =
-        const { RefCell::new(State { depth: 0, size: 0, calls: Vec::new() }) };
+        const { RefCell::new(State { depth: 0, size: 0, calls: Vec::new(), flushes: 0 }) };
 }
 
 /// MXNet's `engine.set_bulk_size` for this thread: with `size > 0` every operator call
@@ -146,10 +148,35 @@ pub fn pending() -> usize {
     STATE.with(|s| s.borrow().calls.len())
 }
 
+/// Whether this thread's bulk is one guard deep, holds no calls and is not an
+/// imperative bulk: what it collects from now on is exactly one plan's calls.
+pub(crate) fn fresh_outermost() -> bool {
+    STATE.with(|s| {
+        let s = s.borrow();
+        s.depth == 1 && s.size == 0 && s.calls.is_empty()
+    })
+}
+
+/// How many times this thread's bulk handed collected calls to the engine.
+pub(crate) fn flushes_here() -> u64 {
+    STATE.with(|s| s.borrow().flushes)
+}
+
+/// Runs `f` on the calls this thread's bulk holds now (they stay collected).
+pub(crate) fn with_calls<R>(f: impl FnOnce(&[BulkCall]) -> R) -> R {
+    STATE.with(|s| f(&s.borrow().calls))
+}
+
 /// Pushes this thread's collected calls as one engine op (one call alone is
 /// pushed as itself); a no-op when none are collected.
 pub fn flush() {
-    let calls = STATE.with(|s| std::mem::take(&mut s.borrow_mut().calls));
+    let calls = STATE.with(|s| {
+        let mut s = s.borrow_mut();
+        if !s.calls.is_empty() {
+            s.flushes += 1;
+        }
+        std::mem::take(&mut s.calls)
+    });
     if calls.is_empty() {
         return;
     }

@@ -35,6 +35,7 @@
 
 pub mod bulk;
 mod exec;
+pub mod replay;
 pub(crate) mod tile;
 
 use crate::engine::{self, DeviceKind, Engine};

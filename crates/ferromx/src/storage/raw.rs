@@ -145,6 +145,11 @@ impl Chunk {
         })
     }
 
+    /// Whether the memory is another framework's (DLPack): it cannot be allocated again.
+    pub(crate) fn is_external(&self) -> bool {
+        self.external.is_some()
+    }
+
     /// Address of the first byte (for zero-copy export; dereferencing it is
     /// the importer's business and must follow the engine's waits), allocating
     /// the buffer if no op touched it yet; `None` when that allocation fails.

@@ -44,8 +44,19 @@ pub fn seed(s: u64, ctx: Option<Context>) {
 
 static GLOBAL_SEED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0x5eed);
 
+thread_local! {
+    static DRAWN_HERE: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many seeds this thread has drawn: a recorded graph run that drew one is
+/// not replayable (its calls would repeat the same random numbers).
+pub(crate) fn seeds_drawn_here() -> u64 {
+    DRAWN_HERE.with(std::cell::Cell::get)
+}
+
 /// The next seed of `ctx`'s generator (drawn at push time).
 pub(crate) fn next_seed(ctx: Context) -> u64 {
+    DRAWN_HERE.with(|c| c.set(c.get() + 1));
     let mut m = seeds().lock();
     let e =
         m.entry(ctx).or_insert((GLOBAL_SEED.load(std::sync::atomic::Ordering::Relaxed) ^ ((ctx.id as u64) << 32), 0));
