@@ -70,7 +70,10 @@ struct CallT {
 pub struct Tape {
     inputs: Vec<Meta>,
     /// Byte size and context of each chunk a replay allocates.
-    fresh: Vec<(usize, Context)>,
+    alloc: Vec<(usize, Context)>,
+    /// Per chunk the recorded run made: the allocated chunk holding it and its
+    /// first byte there (see [`layout`]).
+    place: Vec<(usize, usize)>,
     calls: Vec<CallT>,
     heads: Vec<ViewT>,
 }
@@ -201,12 +204,10 @@ impl Tape {
             });
         }
         let heads = heads.iter().map(|h| m.map(&h.view(), false)).collect::<std::result::Result<Vec<_>, _>>()?;
-        Ok(Tape {
-            inputs: inputs.iter().map(Meta::of).collect(),
-            fresh: m.fresh.iter().map(|c| (c.bytes, c.ctx)).collect(),
-            calls: out,
-            heads,
-        })
+        let sizes: Vec<(usize, Context)> = m.fresh.iter().map(|c| (c.bytes, c.ctx)).collect();
+        let returned: Vec<bool> = (0..sizes.len()).map(|k| heads.iter().any(|h| h.src == Src::Fresh(k))).collect();
+        let (alloc, place) = layout(&sizes, &returned);
+        Ok(Tape { inputs: inputs.iter().map(Meta::of).collect(), alloc, place, calls: out, heads })
     }
 
     /// Whether `inputs` have the recorded shapes, dtypes and contexts, each in a
@@ -239,7 +240,7 @@ impl Tape {
             return Err(Error::value("_replay", "inputs differ from the recorded signature"));
         }
         let fresh = self
-            .fresh
+            .alloc
             .iter()
             .map(|&(bytes, ctx)| {
                 Chunk::new(bytes, ctx).ok_or_else(|| Error::Alloc {
@@ -253,7 +254,10 @@ impl Tape {
         let view = |t: &ViewT| {
             let (chunk, offset) = match t.src {
                 Src::Input(i) => (inputs[i].0.chunk.clone(), inputs[i].0.offset + t.offset),
-                Src::Fresh(k) => (fresh[k].clone(), t.offset),
+                Src::Fresh(k) => {
+                    let (c, base) = self.place[k];
+                    (fresh[c].clone(), base / t.dtype.size() + t.offset)
+                }
             };
             View { chunk, offset, len: t.len, dtype: t.dtype, shape: t.shape.clone() }
         };
@@ -286,6 +290,40 @@ impl Tape {
         push_bulk(calls);
         Ok(heads)
     }
+}
+
+/// Intermediates up to this many bytes in all share one allocation per replay.
+const MERGE_MAX: usize = 256 << 10;
+
+/// Where a replay puts the chunks the recorded run made (`sizes`: bytes and context):
+/// the chunks to allocate, and per recorded chunk its allocation and first byte. Small
+/// intermediates (not `returned`, on the first one's context, up to [`MERGE_MAX`] bytes
+/// in all) share one chunk at 64-byte aligned places, so a batch-1 forward allocates,
+/// tracks and frees one chunk for them, not one per operator; larger ones keep their
+/// own, so the bulk frees each once its last reader ran.
+fn layout(sizes: &[(usize, Context)], returned: &[bool]) -> (Vec<(usize, Context)>, Vec<(usize, usize)>) {
+    let mut alloc: Vec<(usize, Context)> = Vec::new();
+    let mut place = vec![(0, 0); sizes.len()];
+    let mut merged: Option<(usize, Context)> = None; // (alloc index, context)
+    for (k, &(bytes, ctx)) in sizes.iter().enumerate() {
+        let small = !returned[k] && bytes <= MERGE_MAX;
+        match merged {
+            Some((m, c)) if small && c == ctx && alloc[m].0 + bytes <= MERGE_MAX => {
+                place[k] = (m, alloc[m].0);
+                alloc[m].0 += bytes.next_multiple_of(64);
+            }
+            None if small => {
+                merged = Some((alloc.len(), ctx));
+                place[k] = (alloc.len(), 0);
+                alloc.push((bytes.next_multiple_of(64), ctx));
+            }
+            _ => {
+                place[k] = (alloc.len(), 0);
+                alloc.push((bytes, ctx));
+            }
+        }
+    }
+    (alloc, place)
 }
 
 /// Whether no two of `xs` share a chunk.

@@ -144,3 +144,16 @@ fn only_a_fresh_outermost_bulk_records() {
     drop(inner);
     drop(outer);
 }
+
+#[test]
+fn small_intermediates_share_one_allocation_and_outputs_keep_their_own() {
+    let ctx = Context::default();
+    let sizes = [(1024, ctx), (100, ctx), (8, ctx), (300 << 10, ctx), (64, ctx)];
+    let returned = [false, false, true, false, false];
+    let (alloc, place) = super::layout(&sizes, &returned);
+    assert_eq!(place, vec![(0, 0), (0, 1024), (1, 0), (2, 0), (0, 1152)]);
+    assert_eq!(alloc.iter().map(|a| a.0).collect::<Vec<_>>(), vec![1216, 8, 300 << 10]);
+    let (_, tape) = record(&inputs(&[1.0, 2.0, 3.0]), plan);
+    let tape = tape.expect("tape");
+    assert_eq!(tape.alloc.len(), 2, "FullyConnected's and relu's outputs in one chunk, the head in its own");
+}
