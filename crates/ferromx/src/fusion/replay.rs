@@ -292,6 +292,10 @@ impl Tape {
     }
 }
 
+/// The chunks a replay allocates (bytes, context), and per chunk of the recorded run
+/// its allocation and first byte there.
+type Layout = (Vec<(usize, Context)>, Vec<(usize, usize)>);
+
 /// Intermediates up to this many bytes in all share one allocation per replay.
 const MERGE_MAX: usize = 256 << 10;
 
@@ -301,7 +305,7 @@ const MERGE_MAX: usize = 256 << 10;
 /// in all) share one chunk at 64-byte aligned places, so a batch-1 forward allocates,
 /// tracks and frees one chunk for them, not one per operator; larger ones keep their
 /// own, so the bulk frees each once its last reader ran.
-fn layout(sizes: &[(usize, Context)], returned: &[bool]) -> (Vec<(usize, Context)>, Vec<(usize, usize)>) {
+fn layout(sizes: &[(usize, Context)], returned: &[bool]) -> Layout {
     let mut alloc: Vec<(usize, Context)> = Vec::new();
     let mut place = vec![(0, 0); sizes.len()];
     let mut merged: Option<(usize, Context)> = None; // (alloc index, context)
