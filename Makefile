@@ -38,7 +38,9 @@ bench: build
 bench-py: build
 	$(PY) benchmarks/bench.py
 
-lint:
+lint: venv
+	$(PIP) install -q ruff
+	$(PY) -m ruff check .
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets -- -D warnings -W clippy::undocumented_unsafe_blocks
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace -q

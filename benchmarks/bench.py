@@ -151,7 +151,6 @@ def bench_nd(nd, mx, q, name):
 
 
 def bench_jax(q):
-    import jax
     import jax.numpy as jnp
 
     r = {}
@@ -338,7 +337,7 @@ def main():
         env = dict(os.environ, PYTHONPATH="") if col == "base" else None
         p = subprocess.run([py, __file__, "--backend", backend, "--epochs", str(args.epochs)]
                            + (["--quick"] if args.quick else []),
-                           capture_output=True, text=True, timeout=1800, env=env,
+                           capture_output=True, text=True, timeout=1800, env=env, check=False,
                            cwd="/" if col == "base" else None)
         if p.returncode == 0:
             results[col] = json.loads(p.stdout.strip().splitlines()[-1])
@@ -357,7 +356,7 @@ def main():
         vals = [results[c].get(key) for c in cols]
         line = f"{label:<52}" + "".join(f"{v:>12.3f}" if v is not None else f"{'-':>12}" for v in vals)
 
-        def ratio(other):
+        def ratio(other, key=key, better=better):
             f, o = results["ferromx"].get(key), results.get(other, {}).get(key)
             if f is None or o is None or f == 0 or o == 0:
                 return f"{'-':>10}"

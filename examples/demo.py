@@ -9,9 +9,8 @@ import runpy
 import sys
 import time
 
-import numpy as np
-
 import ferromx as mx
+import numpy as np
 from ferromx import autograd, gluon, nd, profiler
 from ferromx.engine import LaggedReader
 

@@ -19,9 +19,8 @@ import os
 import sys
 import time
 
-import numpy as np
-
 import ferromx as mx
+import numpy as np
 from ferromx import autograd, gluon, nd
 from ferromx import metric as _metric  # noqa: F401  (makes mx.metric available)
 from ferromx.gluon import nn
@@ -55,9 +54,9 @@ def export_csv(prefix):
         paths = (prefix + "_train.csv", prefix + "_test.csv")
     for path, x, y in zip(paths, (x_tr, x_te), (y_tr, y_te)):
         with open(path, "w") as f:
-            for label, row in zip(y, x):
-                # repr of a float32 round-trips exactly; the features are k/16 anyway
-                f.write(str(int(label)) + "," + ",".join(repr(float(v)) for v in row) + "\n")
+            # repr of a float32 round-trips exactly; the features are k/16 anyway
+            f.writelines(str(int(label)) + "," + ",".join(repr(float(v)) for v in row) + "\n"
+                         for label, row in zip(y, x))
     return paths
 
 
@@ -111,16 +110,9 @@ def train(epochs=10, seed=0, batch_size=32, learning_rate=0.01, verbose=False):
             train_acc.update(label, out)
         test_acc = evaluate(net, test_data)
         if verbose:
-            print(
-                "epoch %2d  loss %.4f  train acc %.4f  test acc %.4f  (%.2fs)"
-                % (
-                    epoch + 1,
-                    total_loss.asscalar() / len(y_tr),
-                    train_acc.get()[1],
-                    test_acc,
-                    time.time() - tic,
-                )
-            )
+            mean_loss = total_loss.asscalar() / len(y_tr)
+            print(f"epoch {epoch + 1:2d}  loss {mean_loss:.4f}  train acc {train_acc.get()[1]:.4f}  "
+                  f"test acc {test_acc:.4f}  ({time.time() - tic:.2f}s)")
     return test_acc
 
 
@@ -143,7 +135,7 @@ def main(argv=None):
         return 0
     tic = time.time()
     acc = train(args.epochs, args.seed, args.batch_size, args.lr, verbose=True)
-    print("final test accuracy %.4f in %.1fs" % (acc, time.time() - tic))
+    print(f"final test accuracy {acc:.4f} in {time.time() - tic:.1f}s")
     return 0 if acc >= 0.95 else 1
 
 

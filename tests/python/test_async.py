@@ -7,11 +7,10 @@ No test sleeps to synchronise: ops that take time sleep *inside the engine*
 import threading
 import time
 
+import ferromx as mx
 import numpy as np
 import pytest
 from numpy.testing import assert_allclose, assert_array_equal
-
-import ferromx as mx
 
 nd = mx.nd
 _native = mx.nd._native

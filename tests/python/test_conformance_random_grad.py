@@ -91,7 +91,7 @@ def test_bad_distribution_parameter_fails_at_the_read():
     # test_exc_handling.py::test_exc_imperative / test_exc_post_fail: the call returns,
     # the read (or waitall) raises, and an op consuming the failed array inherits it.
     nd.waitall()
-    g = nd.random.gamma(1, -1, shape=(2,))
+    _g = nd.random.gamma(1, -1, shape=(2,))
     with pytest.raises(MXNetError, match="alpha and beta"):
         nd.waitall()
     nd.waitall()  # raised once

@@ -3,11 +3,10 @@
 import inspect
 import re
 
+import ferromx as mx
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
-
-import ferromx as mx
 
 nd = mx.nd
 MXNetError = mx.base.MXNetError
@@ -174,9 +173,8 @@ def test_wrong_context():
         nd.ones((2,)).copyto(mx.gpu(0))
     with pytest.raises(MXNetError):
         nd.random.uniform(shape=(2,), ctx=mx.gpu(0))
-    with pytest.raises(MXNetError):
-        with mx.gpu(0):
-            nd.ones((2,))
+    with pytest.raises(MXNetError), mx.gpu(0):
+        nd.ones((2,))
     assert mx.num_gpus() == 0
     a, b = nd.ones((2,), ctx=mx.cpu(0)), nd.ones((2,), ctx=mx.cpu(1))
     with pytest.raises(MXNetError) as ei:

@@ -4,13 +4,12 @@ Expected values are MXNet 1.9.1's (checked in a separate venv), or NumPy's where
 MXNet crashes or is wrong.
 """
 
+import ferromx as mx
 import numpy as np
 import pytest
-
-import ferromx as mx
-from ndarr_helper import ndarr
 from ferromx import nd
 from ferromx.base import MXNetError
+from ndarr_helper import ndarr
 
 # --- impossible sizes raise instead of aborting or wrapping around ---------------------
 

@@ -5,9 +5,9 @@ messages that name the operator. Expected values were produced by MXNet 1.9.1.""
 import pickle
 
 import ferromx as mx
-from ndarr_helper import ndarr
 import numpy as np
 import pytest
+from ndarr_helper import ndarr
 from numpy.testing import assert_array_equal
 
 nd = mx.nd

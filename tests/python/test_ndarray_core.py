@@ -2,12 +2,11 @@
 
 import pickle
 
+import ferromx as mx
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose, assert_array_equal
-
-import ferromx as mx
 from ndarr_helper import ndarr
+from numpy.testing import assert_allclose, assert_array_equal
 
 nd = mx.nd
 

@@ -3,12 +3,11 @@ index/sort ops (tile ... topk), NN ops and optimizer update ops."""
 
 import math
 
+import ferromx as mx
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose, assert_array_equal
-
-import ferromx as mx
 from ndarr_helper import ndarr
+from numpy.testing import assert_allclose, assert_array_equal
 
 nd = mx.nd
 

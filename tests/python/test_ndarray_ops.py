@@ -2,12 +2,11 @@
 
 import math
 
+import ferromx as mx
 import numpy as np
 import pytest
-from numpy.testing import assert_allclose, assert_array_equal
-
-import ferromx as mx
 from ndarr_helper import ndarr
+from numpy.testing import assert_allclose, assert_array_equal
 
 nd = mx.nd
 
@@ -255,7 +254,7 @@ def test_python_operators(sym, f):
     a = np.round(rand((3, 4), 0.5, 4, seed=4), 1)
     b = np.round(rand((1, 4), 0.5, 4, seed=5), 1)
     b[0, 0] = a[0, 0]
-    exp = lambda p, q: np.asarray(f(p, q)).astype(np.float32)  # noqa: E731
+    exp = lambda p, q: np.asarray(f(p, q)).astype(np.float32)
     x, y = ndarr(a), ndarr(b)
     check(f(x, y), exp(a, b), rtol=1e-5, dtype="float32")
     check(f(x, 2.0), exp(a, np.float32(2.0)), rtol=1e-5, dtype="float32")
@@ -308,7 +307,7 @@ def test_inplace_writes_same_storage(sym, op, ref):
         x = ndarr(base_np)
         alias, row, flat = x, x[1], x.reshape((12,))
         code = f"x {sym} other"
-        exec(code, {}, {"x": x, "other": other})  # the real statement form
+        exec(code, {}, {"x": x, "other": other})  # noqa: S102 - the real statement form
         expect = ref(base_np, other_np).astype(np.float32)
         assert alias is x
         check(x, expect, rtol=1e-5)
@@ -746,6 +745,6 @@ def test_ops_accept_every_dtype(dtype):
     assert_array_equal(nd.where(ndarr([[1, 0, 1], [0, 1, 0]]), a, nd.zeros_like(a)).asnumpy(),
                        np.where([[1, 0, 1], [0, 1, 0]], a_np, 0).astype(dtype))
     assert_array_equal(nd.expand_dims(a, 0).asnumpy(), a_np[None])
-    assert_array_equal((a == a).asnumpy(), np.ones_like(a_np))
+    assert_array_equal((a == a).asnumpy(), np.ones_like(a_np))  # noqa: PLR0124 - the op itself
     s = nd.sum(a, axis=1).asnumpy()
     assert_array_equal(s.astype(np.int64), a_np.astype(np.int64).sum(axis=1))

@@ -65,7 +65,7 @@ def test_mxnet_np_graph_loads_and_computes_mxnet_outputs(expr):
 
 def _build(expr):
     syms = {k: mx.sym.var(k).as_np_ndarray() for k in INPUTS}
-    sym = eval(expr, {"F": mx.sym.np, "X": mx.sym.npx}, syms)  # noqa: S307 - fixture text
+    sym = eval(expr, {"F": mx.sym.np, "X": mx.sym.npx}, syms)
     if isinstance(sym, list):
         sym = mx.sym.Group([s.as_nd_ndarray() for s in sym])
     return sym
@@ -117,7 +117,7 @@ def test_basic_index_is_a_slice_then_a_squeeze(key, ints):
     sym = _build(key)
     ops = [n["op"] for n in json.loads(sym.tojson())["nodes"] if n["op"] != "null"]
     assert ops == (["slice", "_np_squeeze"] if ints else ["slice"])
-    want = eval(key, {"a": INPUTS["a"]})  # noqa: S307 - the parametrized text
+    want = eval(key, {"a": INPUTS["a"]})
     for graph in (sym, mx.sym.load_json(sym.tojson())):
         onp.testing.assert_array_equal(_run(graph)[0], want)
 

@@ -7,6 +7,7 @@ operator methods) to that same class, so every array an operator returns is a
 complete ``NDArray`` with no wrapping cost.
 """
 
+import contextlib
 import numbers
 
 import numpy as np
@@ -174,10 +175,8 @@ class AsyncCopy:
     def add_done_callback(self, fn):
         """Calls ``fn(self)`` when the result is collected (at once if already done)."""
         if self.done():
-            try:
+            with contextlib.suppress(Exception):  # the callback inspects exception()
                 self.result(0)
-            except Exception:  # noqa: BLE001 - the callback inspects exception()
-                pass
             fn(self)
         else:
             self._callbacks.append(fn)
@@ -487,7 +486,7 @@ from ._indexing import (
     _norm_index,  # noqa: F401
     _setitem,
 )
-from ._printing import _f32_exp_formatter, _fmt, _np_str  # noqa: E402,F401
+from ._printing import _f32_exp_formatter, _fmt, _np_str  # noqa: F401
 
 NDArray.asnumpy = asnumpy
 NDArray.wait_to_read = wait_to_read

@@ -13,8 +13,8 @@ import os
 
 import numpy as _onp
 
-from .. import ndarray as _nd
 from .. import _safetensors as _st
+from .. import ndarray as _nd
 from .. import serialization as _ser
 
 __all__ = ["genfromtxt", "load", "save", "savez"]

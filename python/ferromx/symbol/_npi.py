@@ -27,10 +27,11 @@ from ..base import MXNetError
 
 # MXNet operator -> (function, input names, {MXNet attribute: keyword}); the function is
 # a path under ``ferromx.numpy`` ("tanh", "linalg.det") or "npx.<name>".
-_UNARY = ("absolute arccos arccosh arcsin arcsinh arctan arctanh cbrt ceil cos cosh degrees "
-          "exp expm1 fix floor log log10 log1p log2 negative radians reciprocal rint sign sin "
-          "sinh sqrt square tan tanh trunc bitwise_not").split()
-_BINARY = "add subtract multiply true_divide power mod hypot".split()
+_UNARY = ["absolute", "arccos", "arccosh", "arcsin", "arcsinh", "arctan", "arctanh", "cbrt",
+          "ceil", "cos", "cosh", "degrees", "exp", "expm1", "fix", "floor", "log", "log10",
+          "log1p", "log2", "negative", "radians", "reciprocal", "rint", "sign", "sin", "sinh",
+          "sqrt", "square", "tan", "tanh", "trunc", "bitwise_not"]
+_BINARY = ["add", "subtract", "multiply", "true_divide", "power", "mod", "hypot"]
 # binary functions whose scalar form with the scalar on the left is its own operator
 _REVERSED = {"subtract", "true_divide", "power", "mod"}
 _REDUCE = {"_np_sum": "sum", "_npi_mean": "mean", "_np_max": "max", "_np_min": "min",
@@ -202,12 +203,12 @@ def _caller(op, spec, attrs):
         axes = (positional.get(0, ()), positional.get(1, ()))
         return lambda xs: func(xs[0], xs[1], axes)
     if "first_of" in spec:  # identity(shape=(n, n)) -> identity(n)
-        kwargs["n"] = tuple(kwargs["n"])[0]
+        kwargs["n"] = next(iter(kwargs["n"]))
     if spec.get("repeat"):
         times = int(parse(attrs.get("repeat", "1")))
         if times != 1:
             base = func
-            func = lambda *a, **k: _function("repeat")(base(*a, **k), times)  # noqa: E731
+            func = lambda *a, **k: _function("repeat")(base(*a, **k), times)
     lead = [positional[i] for i in sorted(positional)]
     if spec.get("keepdims_after") and parse(attrs.get("keepdims", "False")) is True:
         return _keepdims(func, kwargs.get("axis"))

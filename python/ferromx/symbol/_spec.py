@@ -217,7 +217,7 @@ def parse_attr(op, key, s):
         return float(s)
     if kind == "str":
         return s.strip("'\"")
-    if kind.startswith("Union[int"):
+    if kind.startswith("int | tuple"):
         v = _literal(s)
         if isinstance(v, list):
             v = tuple(v)

@@ -67,8 +67,8 @@ impl ParamKind {
             ParamKind::Float => "float",
             ParamKind::Bool => "bool",
             ParamKind::Str => "str",
-            ParamKind::Ints | ParamKind::Shape => "Union[int, Tuple[int, ...]]",
-            ParamKind::Floats => "Union[float, Tuple[float, ...]]",
+            ParamKind::Ints | ParamKind::Shape => "int | tuple[int, ...]",
+            ParamKind::Floats => "float | tuple[float, ...]",
             ParamKind::DType => "Any",
             ParamKind::Context => "Any",
         }

@@ -7,11 +7,11 @@ from .image_datasets import ImageFolderDataset, ImageListDataset, ImageRecordDat
 __all__ = [
     "CIFAR10",
     "CIFAR100",
+    "MNIST",
     "FashionMNIST",
     "ImageFolderDataset",
     "ImageListDataset",
     "ImageRecordDataset",
-    "MNIST",
     "datasets",
     "image_datasets",
     "transforms",
