@@ -307,6 +307,12 @@ impl Engine {
         self.shared.config.mode == EngineMode::Naive
     }
 
+    /// The id the next new variable gets: ids only grow, so every variable with a
+    /// smaller id existed before this call.
+    pub fn next_var_id(&self) -> u64 {
+        self.shared.next_var.load(Ordering::Relaxed)
+    }
+
     /// Creates a new variable.
     pub fn new_var(&self) -> Var {
         let id = self.shared.next_var.fetch_add(1, Ordering::Relaxed);

@@ -388,3 +388,13 @@ fn write_events_count_each_write_twice_in_both_modes() {
         }
     });
 }
+
+#[test]
+fn next_var_id_is_the_id_of_the_next_var_and_creates_none() {
+    let engine = threaded(1);
+    let before = engine.next_var_id();
+    assert_eq!(engine.next_var_id(), before, "reading it makes no variable");
+    let v = engine.new_var();
+    assert_eq!(v.id(), before);
+    assert!(engine.next_var_id() > v.id());
+}

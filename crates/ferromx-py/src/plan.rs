@@ -100,9 +100,10 @@ impl NativePlan {
         let recording = ferromx::autograd::is_recording();
         let key = (!recording && bulk::allowed(false) && replay_enabled())
             .then(|| (arrays.iter().map(|a| a.np).collect::<Vec<_>>(), ferromx::autograd::is_training()));
+        let inputs: Vec<NDArray> =
+            if key.is_some() { arrays.iter().map(|a| a.a.clone()).collect() } else { Vec::new() };
         let mut record = false;
         if let Some((np, training)) = &key {
-            let inputs: Vec<NDArray> = arrays.iter().map(|a| a.a.clone()).collect();
             match self.lookup(np, *training, &inputs) {
                 Lookup::Tape(tape, head_np) => {
                     pre_push(py);
@@ -155,7 +156,6 @@ impl NativePlan {
             .map(|&h| slots[h].clone().ok_or_else(|| PyValueError::new_err(format!("plan head slot {h} has no array"))))
             .collect::<PyResult<Vec<_>>>()?;
         if let (Some((np, training)), true) = (key, record) {
-            let inputs: Vec<NDArray> = arrays.iter().map(|a| a.a.clone()).collect();
             let outs: Vec<NDArray> = heads.iter().map(|(a, _)| a.clone()).collect();
             let tape = recorder.and_then(|r| r.finish(&inputs, &outs));
             self.remember(np, training, &inputs, tape.map(|t| (Arc::new(t), heads.iter().map(|h| h.1).collect())));

@@ -96,7 +96,7 @@ impl Recording {
             return None;
         }
         Some(Recording {
-            first_var: crate::engine::Engine::global().new_var().id(),
+            first_var: crate::engine::Engine::global().next_var_id(),
             calls_here: crate::engine::frontend_calls_here(),
             seeds: crate::ops::random::seeds_drawn_here(),
             flushes: bulk::flushes_here(),
