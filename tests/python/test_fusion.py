@@ -65,6 +65,34 @@ def test_fused_equals_unfused_bitwise_large():
     assert f.tobytes() == u.tobytes()
 
 
+def test_register_programs_equal_unfused_bitwise_with_specials():
+    # Long float32 chains of the steps that run in registers on AVX-512
+    # (fusion/lanes.rs), over values with every special: fused and unfused agree.
+    rng = np.random.default_rng(1)
+    n = 5000 + 77
+    xn = (rng.standard_normal(n) * 4).astype(np.float32)
+    yn = (rng.standard_normal(n) * 4).astype(np.float32)
+    specials = np.array([0.0, -0.0, np.nan, np.inf, -np.inf, 1e-40, -1e-40, 88.8, -104.5, 3e38], np.float32)
+    xn[::7] = np.resize(specials, xn[::7].shape)
+    yn[3::11] = np.resize(specials[::-1], yn[3::11].shape)
+
+    def programs():
+        x, y = nd.array(xn), nd.array(yn)
+        s = nd.sigmoid(x)
+        outs = [
+            (1 - s) * s * y,
+            nd.relu(x * y - 0.5) / (nd.abs(y) + 1),
+            nd.sqrt(nd.square(x) + 1) - (-y),
+            nd.exp(x / 3) * 2 - y * y,
+        ]
+        return [o.asnumpy() for o in outs]
+
+    fused, unfused = _both(programs)
+    for f, u in zip(fused, unfused):
+        assert np.array_equal(f, u, equal_nan=True)
+        assert np.array_equal(np.signbit(f[~np.isnan(f)]), np.signbit(u[~np.isnan(u)]))
+
+
 def test_every_flush_trigger():
     x = nd.ones((4,))
     assert _native.fusion_pending() == 1  # a constant is elementwise too

@@ -1,6 +1,7 @@
 //! Running a fused elementwise program: one pass over memory, tile by tile,
 //! split across cores with [`fanout`].
 
+use super::lanes::{self, LanePlan};
 use super::tile::{Buf, InRef, OutRef, TILE};
 use super::{Src, Step};
 use crate::dtype::DType;
@@ -29,6 +30,8 @@ pub(crate) struct Program {
     /// Per step, whether it is not run: nothing stored reads it, or it is a copy
     /// whose operand was computed straight into the copy's output.
     skip: Vec<bool>,
+    /// The program in registers, where every step has a register form (`lanes.rs`).
+    lanes: Option<LanePlan>,
 }
 
 impl Program {
@@ -72,8 +75,29 @@ impl Program {
                 }
             }
         }
-        Program { ext, steps, outs, n, direct, skip }
+        let lanes = if lanes_enabled() { LanePlan::new(&ext, &steps, &outs) } else { None };
+        Program { ext, steps, outs, n, direct, skip, lanes }
     }
+
+    /// Whether the program runs in registers (where the CPU has AVX-512).
+    #[cfg(test)]
+    pub(crate) fn has_lanes(&self) -> bool {
+        self.lanes.is_some()
+    }
+
+    /// The same program, always on tiles (tests compare the two).
+    #[cfg(test)]
+    pub(crate) fn without_lanes(mut self) -> Program {
+        self.lanes = None;
+        self
+    }
+}
+
+/// Whether programs run in registers where they can: `FERROMX_FUSION_LANES=0`
+/// keeps every program on tiles (for comparisons; results are bitwise the same).
+fn lanes_enabled() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| !std::env::var("FERROMX_FUSION_LANES").is_ok_and(|v| v.trim() == "0"))
 }
 
 /// The kernel of a fused op.
@@ -115,17 +139,13 @@ fn prefetch_tiles() -> usize {
 }
 
 /// Elements `start..start + len` of every output (`outs` are those pieces).
-fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, len: usize) {
+pub(super) fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, len: usize) {
     let tile = TILE.min(len);
     let direct = &p.direct;
     let mut bufs: Vec<Buf> = (0..p.steps.len())
         .map(|j| Buf::new(p.steps[j].dtype, if direct[j].is_some() || p.skip[j] { 0 } else { tile }))
         .collect();
-    // Each run step issues its share of the prefetches, so memory requests are
-    // spread over the tile's arithmetic: issued all at once, they filled the
-    // core's line-fill buffers and the core stalled on the prefetches
-    // themselves (half of a 7-step chain's samples sat on them).
-    let run_steps = p.skip.iter().filter(|s| !**s).count().max(1);
+    let mut arena = p.lanes.as_ref().map(|l| vec![[0f32; 16]; l.arena_len(tile)]);
     let tiles_ahead = prefetch_tiles();
     let mut t = 0;
     while t < len {
@@ -134,41 +154,73 @@ fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start: usize, le
         // while this tile's arithmetic runs (see `storage::prefetch`).
         let ahead = t + tiles_ahead * tile;
         let n_ahead = if ahead < len && ahead > t { tile.min(len - ahead) } else { 0 };
-        let mut nth = 0;
-        for (j, s) in p.steps.iter().enumerate() {
-            if p.skip[j] {
-                continue;
+        let done = match (&p.lanes, arena.as_mut()) {
+            (Some(plan), Some(arena)) => {
+                lanes::run_tile(plan, ins, &mut outs, arena, start, t, m, (ahead - t, n_ahead))
             }
-            if n_ahead > 0 {
-                let (lo, hi) = (nth * n_ahead / run_steps, (nth + 1) * n_ahead / run_steps);
-                for i in ins {
-                    i.prefetch(start + ahead + lo, hi - lo);
-                }
-                for o in outs.iter() {
-                    o.prefetch(ahead + lo, hi - lo);
-                }
-            }
-            nth += 1;
-            let (lo, hi) = bufs.split_at_mut(j);
-            let mut o = match direct[j] {
-                Some(oi) => outs[oi].sub_mut(t, m),
-                None => hi[0].as_out(m),
-            };
-            // Inputs are read in place; earlier values from their tiles.
-            let arg = |a: Src| -> InRef {
-                match a {
-                    Src::Ext(i) => ins[i as usize].sub(start + t, m),
-                    Src::Reg(r) => lo[r as usize].as_in(m),
-                }
-            };
-            apply(s.step, &s.args, arg, &mut o, m);
-        }
-        for (oi, &j) in p.outs.iter().enumerate() {
-            if direct[j].is_none() {
-                outs[oi].store(t, m, &bufs[j]);
-            }
+            _ => 0,
+        };
+        if done < m {
+            let n_ahead = if done == 0 { n_ahead } else { 0 };
+            run_steps(p, ins, &mut outs, &mut bufs, start, t + done, m - done, (ahead, n_ahead));
         }
         t += m;
+    }
+}
+
+/// One tile's elements `t..t + m`, step by step through the tiles `bufs`;
+/// `ahead` is the tile to prefetch meanwhile (its first element and length).
+#[allow(clippy::too_many_arguments)]
+fn run_steps(
+    p: &Program,
+    ins: &[InRef],
+    outs: &mut [OutRef],
+    bufs: &mut [Buf],
+    start: usize,
+    t: usize,
+    m: usize,
+    ahead: (usize, usize),
+) {
+    let direct = &p.direct;
+    // Each run step issues its share of the prefetches, so memory requests are
+    // spread over the tile's arithmetic: issued all at once, they filled the
+    // core's line-fill buffers and the core stalled on the prefetches
+    // themselves (half of a 7-step chain's samples sat on them).
+    let run_steps = p.skip.iter().filter(|s| !**s).count().max(1);
+    let (ahead, n_ahead) = ahead;
+    let mut nth = 0;
+    for (j, s) in p.steps.iter().enumerate() {
+        if p.skip[j] {
+            continue;
+        }
+        if n_ahead > 0 {
+            let (lo, hi) = (nth * n_ahead / run_steps, (nth + 1) * n_ahead / run_steps);
+            for i in ins {
+                i.prefetch(start + ahead + lo, hi - lo);
+            }
+            for o in outs.iter() {
+                o.prefetch(ahead + lo, hi - lo);
+            }
+        }
+        nth += 1;
+        let (lo, hi) = bufs.split_at_mut(j);
+        let mut o = match direct[j] {
+            Some(oi) => outs[oi].sub_mut(t, m),
+            None => hi[0].as_out(m),
+        };
+        // Inputs are read in place; earlier values from their tiles.
+        let arg = |a: Src| -> InRef {
+            match a {
+                Src::Ext(i) => ins[i as usize].sub(start + t, m),
+                Src::Reg(r) => lo[r as usize].as_in(m),
+            }
+        };
+        apply(s.step, &s.args, arg, &mut o, m);
+    }
+    for (oi, &j) in p.outs.iter().enumerate() {
+        if direct[j].is_none() {
+            outs[oi].store(t, m, &bufs[j]);
+        }
     }
 }
 

@@ -35,6 +35,7 @@
 
 pub mod bulk;
 mod exec;
+mod lanes;
 pub mod replay;
 pub(crate) mod tile;
 

@@ -131,7 +131,7 @@ macro_rules! tiles {
 
 /// `s[start..start + len]`, clamped to `s` (empty past its end).
 #[inline]
-fn window<T>(s: &[T], start: usize, len: usize) -> &[T] {
+pub(crate) fn window<T>(s: &[T], start: usize, len: usize) -> &[T] {
     let lo = start.min(s.len());
     &s[lo..(lo + len).min(s.len())]
 }

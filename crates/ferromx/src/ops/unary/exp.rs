@@ -50,6 +50,9 @@ fn split(x: &[f32], o: &mut [f32], f: fn(pulp::x86::V4, &[f32], &mut [f32])) -> 
 }
 
 #[cfg(target_arch = "x86_64")]
+pub(crate) use v4::{exp16, sigmoid16};
+
+#[cfg(target_arch = "x86_64")]
 mod v4 {
     use pulp::x86::V4;
     use pulp::{cast, Simd, WithSimd};
@@ -66,7 +69,7 @@ mod v4 {
     /// return their second operand when either is NaN) and bounds `n`, so `x - n·ln 2`
     /// is finite; past the bounds the result is 0 or infinity anyway.
     #[inline(always)]
-    pub(super) fn exp16(v: V4, x: __m512) -> __m512 {
+    pub(crate) fn exp16(v: V4, x: __m512) -> __m512 {
         let f = v.avx512f;
         let s = |c: f32| f._mm512_set1_ps(c);
         let x = f._mm512_max_ps(s(-104.0), x);
@@ -83,6 +86,15 @@ mod v4 {
         let e = f._mm512_fmadd_ps(p, f._mm512_mul_ps(r, r), r);
         let e = f._mm512_add_ps(e, s(1.0));
         f._mm512_scalef_ps(e, n)
+    }
+
+    /// `1 / (1 + exp16(0 - a))` on 16 lanes: the f32 sigmoid, eager and fused.
+    #[inline(always)]
+    pub(crate) fn sigmoid16(v: V4, a: __m512) -> __m512 {
+        let f = v.avx512f;
+        let one = f._mm512_set1_ps(1.0);
+        let e = exp16(v, f._mm512_sub_ps(f._mm512_setzero_ps(), a));
+        f._mm512_div_ps(one, f._mm512_add_ps(one, e))
     }
 
     /// `exp16` over `x`, into `o` (same length).
@@ -117,10 +129,7 @@ mod v4 {
     impl Lanes for Sigmoid {
         #[inline(always)]
         fn apply(v: V4, a: __m512) -> __m512 {
-            let f = v.avx512f;
-            let one = f._mm512_set1_ps(1.0);
-            let e = exp16(v, f._mm512_sub_ps(f._mm512_setzero_ps(), a));
-            f._mm512_div_ps(one, f._mm512_add_ps(one, e))
+            sigmoid16(v, a)
         }
     }
 

@@ -8,6 +8,8 @@
 
 mod cpu;
 mod exp;
+#[cfg(target_arch = "x86_64")]
+pub(crate) use exp::{exp16, sigmoid16};
 mod special;
 #[cfg(test)]
 mod tests;
