@@ -120,7 +120,18 @@ def test_training_loop_with_lagged_reader():
 # ----------------------------------------------------------------------------- Ctrl-C
 
 
+@pytest.fixture
+def _sigint_raises():
+    """Python's own SIGINT handler for the test: a run started in the background
+    (`make test &`, nohup) inherits SIGINT ignored, and `interrupt_main` then
+    raises nothing."""
+    prev = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, prev)
+
+
 @needs_async
+@pytest.mark.usefixtures("_sigint_raises")
 def test_keyboard_interrupt_during_wait_to_read():
     a = _ready([1.0, 2.0, 3.0])
     _native._sleep_op(a, 3000)

@@ -12,6 +12,16 @@ fn step(step: Step, args: &[Src]) -> PStep {
     PStep { step, args: SmallVec::from_slice(args), dtype: DType::F32 }
 }
 
+trait CloneStep {
+    fn clone_step(&self) -> PStep;
+}
+
+impl CloneStep for PStep {
+    fn clone_step(&self) -> PStep {
+        PStep { step: self.step, args: self.args.clone(), dtype: self.dtype }
+    }
+}
+
 /// `exp(x*2+1)*x - (x*2+1)` as the frontend's fusion builds it.
 fn chain() -> Vec<PStep> {
     vec![
@@ -127,7 +137,7 @@ fn both_dyn(steps: &dyn Fn() -> Vec<PStep>, outs: &[usize], ins: &[Vec<f32>]) ->
         static CUR: std::cell::RefCell<Vec<PStep>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     fn take() -> Vec<PStep> {
-        CUR.with(|c| c.borrow().iter().map(|s| PStep { step: s.step, args: s.args.clone(), dtype: s.dtype }).collect())
+        CUR.with(|c| c.borrow().iter().map(CloneStep::clone_step).collect())
     }
     CUR.with(|c| *c.borrow_mut() = steps());
     both(take, outs, ins)
@@ -164,6 +174,14 @@ fn other_steps_and_dtypes_have_no_register_plan() {
     let f64s =
         [PStep { step: Step::Unary(UnaryOp::Exp), args: SmallVec::from_slice(&[Src::Ext(0)]), dtype: DType::F64 }];
     assert!(LanePlan::new(&[DType::F64], &f64s, &[0]).is_none());
+    // Two cheap steps stay on tiles; with an `exp`, or three steps, they do not.
+    let two = [
+        step(Step::Scalar(BinOp::Mul, false, 2.0), &[Src::Ext(0)]),
+        step(Step::Scalar(BinOp::Add, false, 1.0), &[Src::Reg(0)]),
+    ];
+    assert!(LanePlan::new(&[DType::F32], &two, &[1]).is_none());
+    let three = [two[0].clone_step(), two[1].clone_step(), step(Step::Unary(UnaryOp::Relu), &[Src::Reg(1)])];
+    assert!(LanePlan::new(&[DType::F32], &three, &[2]).is_some());
     // A dead unsupported step does not matter: it is never run.
     let dead = [step(Step::Unary(UnaryOp::Tanh), &[Src::Ext(0)]), step(Step::Unary(UnaryOp::Exp), &[Src::Ext(0)])];
     assert!(LanePlan::new(&[DType::F32], &dead, &[1]).is_some());
