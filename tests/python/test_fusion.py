@@ -84,6 +84,7 @@ def test_register_programs_equal_unfused_bitwise_with_specials():
             nd.relu(x * y - 0.5) / (nd.abs(y) + 1),
             nd.sqrt(nd.square(x) + 1) - (-y),
             nd.exp(x / 3) * 2 - y * y,
+            nd.clip(x * y, -1, 2) + nd.maximum(x, y) * 0.5 - nd.minimum(y, 1.0),
         ]
         return [o.asnumpy() for o in outs]
 

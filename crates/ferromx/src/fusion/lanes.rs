@@ -12,7 +12,7 @@
 //! other operand of a binary step) or where it is an output.
 //!
 //! Every supported step computes bitwise what its own kernel does: IEEE
-//! `+ - * /` and `sqrt`, sign-bit `neg`/`abs`, the eager kernels' `exp` and
+//! `+ - * /` and `sqrt`, `maximum`/`minimum`/`clip` as `Arith::max_`/`min_`, sign-bit `neg`/`abs`, the eager kernels' `exp` and
 //! `sigmoid` routines ([`crate::ops::unary::exp16`]), `relu` as the f32
 //! kernel's select. A program with any other step, or any dtype but f32,
 //! has no plan and runs tile by tile as before; so does each tile's tail
@@ -60,6 +60,8 @@ enum LOp {
     /// `acc op other`, or `other op acc` when reversed.
     Binary(BinOp, bool, Opnd),
     Unary(UnaryOp),
+    /// `clip(acc, lo, hi)`.
+    Clip(f32, f32),
 }
 
 #[derive(Debug)]
@@ -84,7 +86,7 @@ pub(crate) struct LanePlan {
 
 /// Whether a step has a register form here.
 fn supported(s: &PStep) -> bool {
-    let arith = |op: BinOp| matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div);
+    let arith = |op: BinOp| matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div | BinOp::Max | BinOp::Min);
     match s.step {
         Step::Scalar(op, _, _) | Step::Binary(op) => arith(op),
         Step::Unary(u) => matches!(
@@ -97,7 +99,7 @@ fn supported(s: &PStep) -> bool {
                 | UnaryOp::Square
                 | UnaryOp::Sqrt
         ),
-        Step::Copy => true,
+        Step::Copy | Step::Clip(..) => true,
         _ => false,
     }
 }
@@ -179,6 +181,7 @@ impl LanePlan {
                 (Step::Binary(b), None) => LOp::Binary(b, false, opnd(s.args[1])),
                 (Step::Scalar(b, rev, c), _) => LOp::Scalar(b, rev, c as f32),
                 (Step::Unary(u), _) => LOp::Unary(u),
+                (Step::Clip(lo, hi), _) => LOp::Clip(lo as f32, hi as f32),
                 _ => LOp::Id,
             };
             let mut stores: SmallVec<[Dest; 2]> = SmallVec::new();
@@ -381,6 +384,16 @@ mod v4 {
                     r[k] = f._mm512_mul_ps(a[k], b[k]);
                 }
             }
+            BinOp::Max => {
+                for k in 0..VECS {
+                    r[k] = max1(v, a[k], b[k]);
+                }
+            }
+            BinOp::Min => {
+                for k in 0..VECS {
+                    r[k] = min1(v, a[k], b[k]);
+                }
+            }
             _ => {
                 for k in 0..VECS {
                     r[k] = f._mm512_div_ps(a[k], b[k]);
@@ -388,6 +401,25 @@ mod v4 {
             }
         }
         r
+    }
+
+    /// The kernels' float `max`: `a` where `a > b` or `a` is NaN, else `b` (so a
+    /// NaN bound or an equal value gives `b`, as `Arith::max_`).
+    #[inline(always)]
+    fn max1(v: V4, a: __m512, b: __m512) -> __m512 {
+        let f = v.avx512f;
+        // Predicates 30 and 3: greater-than (ordered, quiet) and unordered.
+        let m = f._mm512_cmp_ps_mask::<30>(a, b) | f._mm512_cmp_ps_mask::<3>(a, a);
+        f._mm512_mask_blend_ps(m, b, a)
+    }
+
+    /// The kernels' float `min`: `a` where `a < b` or `a` is NaN, else `b`.
+    #[inline(always)]
+    fn min1(v: V4, a: __m512, b: __m512) -> __m512 {
+        let f = v.avx512f;
+        // Predicates 17 and 3: less-than (ordered, quiet) and unordered.
+        let m = f._mm512_cmp_ps_mask::<17>(a, b) | f._mm512_cmp_ps_mask::<3>(a, a);
+        f._mm512_mask_blend_ps(m, b, a)
     }
 
     /// `x` with its sign bit flipped (`xor`) or cleared.
@@ -441,6 +473,14 @@ mod v4 {
             }
             LOp::Binary(op, rev, o) => arith4(v, op, rev, acc, load(ins, arena, vpt, o, b, acc)),
             LOp::Unary(u) => unary4(v, u, acc),
+            LOp::Clip(lo, hi) => {
+                let (lo, hi) = (v.avx512f._mm512_set1_ps(lo), v.avx512f._mm512_set1_ps(hi));
+                let mut r = acc;
+                for k in 0..VECS {
+                    r[k] = min1(v, max1(v, acc[k], lo), hi);
+                }
+                r
+            }
         }
     }
 }

@@ -105,7 +105,7 @@ fn every_register_step_is_bitwise_its_kernel() {
         UnaryOp::Square,
         UnaryOp::Sqrt,
     ];
-    let ops = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div];
+    let ops = [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::Max, BinOp::Min];
     let x = values(2048 + 64 + 5, 7);
     let y = values(2048 + 64 + 5, 11);
     for (k, u) in unary.iter().enumerate() {
@@ -121,10 +121,12 @@ fn every_register_step_is_bitwise_its_kernel() {
                     step(Step::Scalar(ops[m], false, -1.7), &[Src::Reg(4)]),
                     step(Step::Copy, &[Src::Reg(5)]),
                     step(Step::Binary(ops[m]), &[Src::Ext(0), Src::Ext(0)]),
+                    step(Step::Clip(-0.5, 2.0), &[Src::Reg(7)]),
+                    step(Step::Clip(f64::NAN, 0.0), &[Src::Reg(8)]),
                 ]
             };
             // Closures that capture cannot be `fn`: run the body through a local fn per case.
-            let (a, b, has) = both_dyn(&steps, &[6, 2, 7], &[x.clone(), y.clone()]);
+            let (a, b, has) = both_dyn(&steps, &[6, 2, 9], &[x.clone(), y.clone()]);
             assert!(has, "{u:?} {op:?}");
             same_bits(&a, &b);
         }
@@ -165,8 +167,8 @@ fn steps_reading_old_values_and_several_segments_agree() {
 
 #[test]
 fn other_steps_and_dtypes_have_no_register_plan() {
-    let clip = [step(Step::Clip(0.0, 1.0), &[Src::Ext(0)])];
-    assert!(LanePlan::new(&[DType::F32], &clip, &[0]).is_none());
+    let cast = [step(Step::Cast, &[Src::Ext(0)])];
+    assert!(LanePlan::new(&[DType::F32], &cast, &[0]).is_none());
     let pow = [step(Step::Scalar(BinOp::Pow, false, 2.0), &[Src::Ext(0)])];
     assert!(LanePlan::new(&[DType::F32], &pow, &[0]).is_none());
     let tanh = [step(Step::Unary(UnaryOp::Tanh), &[Src::Ext(0)])];
