@@ -3,7 +3,7 @@
 
 use super::lanes::{self, LanePlan};
 use super::tile::{Buf, InRef, OutRef, TILE};
-use super::{Src, Step};
+use super::{needed_by, Src, Step};
 use crate::dtype::DType;
 use crate::engine::OpFailure;
 use crate::ops::par::PAR_MIN;
@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use smallvec::SmallVec;
 
 /// One operator of a program: its function, its operands and its result dtype.
+#[derive(Clone)]
 pub(crate) struct PStep {
     pub(crate) step: Step,
     pub(crate) args: SmallVec<[Src; 2]>,
@@ -44,18 +45,12 @@ impl Program {
     /// - A copy (`grad[:] = value`) whose operand nothing else reads is not run: the
     ///   operand is computed straight into the copy's output.
     pub(crate) fn new(ext: Vec<DType>, steps: Vec<PStep>, outs: Vec<usize>, n: usize) -> Program {
-        let mut live = vec![false; steps.len()];
-        for &o in &outs {
-            live[o] = true;
-        }
+        let live = needed_by(&outs, steps.len(), |j| &steps[j].args);
         let mut readers = vec![0u32; steps.len()];
-        for j in (0..steps.len()).rev() {
-            if live[j] {
-                for a in &steps[j].args {
-                    if let Src::Reg(r) = *a {
-                        live[r as usize] = true;
-                        readers[r as usize] += 1;
-                    }
+        for s in steps.iter().zip(&live).filter(|(_, l)| **l).map(|(s, _)| s) {
+            for a in &s.args {
+                if let Src::Reg(r) = *a {
+                    readers[r as usize] += 1;
                 }
             }
         }
@@ -155,9 +150,7 @@ pub(super) fn run_range(p: &Program, ins: &[InRef], mut outs: Vec<OutRef>, start
         let ahead = t + tiles_ahead * tile;
         let n_ahead = if ahead < len && ahead > t { tile.min(len - ahead) } else { 0 };
         let done = match (&p.lanes, arena.as_mut()) {
-            (Some(plan), Some(arena)) => {
-                lanes::run_tile(plan, ins, &mut outs, arena, start, t, m, (ahead - t, n_ahead))
-            }
+            (Some(plan), Some(arena)) => lanes::run_tile(plan, ins, &mut outs, arena, start, t, m, (ahead, n_ahead)),
             _ => 0,
         };
         if done < m {

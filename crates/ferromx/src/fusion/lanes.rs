@@ -20,7 +20,7 @@
 
 use super::exec::PStep;
 use super::tile::{InRef, OutRef};
-use super::{Src, Step};
+use super::{needed_by, Src, Step};
 use crate::dtype::DType;
 use crate::ops::{BinOp, UnaryOp};
 use smallvec::SmallVec;
@@ -110,19 +110,7 @@ impl LanePlan {
         if ext.iter().any(|d| *d != DType::F32) || steps.iter().any(|s| s.dtype != DType::F32) {
             return None;
         }
-        let mut live = vec![false; steps.len()];
-        for &o in outs {
-            live[o] = true;
-        }
-        for j in (0..steps.len()).rev() {
-            if live[j] {
-                for a in &steps[j].args {
-                    if let Src::Reg(r) = *a {
-                        live[r as usize] = true;
-                    }
-                }
-            }
-        }
+        let live = needed_by(outs, steps.len(), |j| &steps[j].args);
         let run: Vec<usize> = (0..steps.len()).filter(|&j| live[j]).collect();
         if run.iter().any(|&j| !supported(&steps[j])) {
             return None;
@@ -209,8 +197,8 @@ impl LanePlan {
 /// Runs `plan` on the whole blocks of elements `t..t + m` of a range (inputs
 /// read at `start + t`, outputs written at `t`); returns how many elements it
 /// did (a multiple of [`BLOCK`]; 0 without AVX-512). `arena` holds the slots,
-/// `vpt` vectors each. `ahead` is the tile to prefetch meanwhile (its offset
-/// from `t` and its length), spread over the blocks.
+/// `vpt` vectors each. `ahead` is the tile to prefetch meanwhile (its first
+/// element and its length, as `exec::run_steps` takes it), spread over the blocks.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn run_tile(
     plan: &LanePlan,
@@ -297,9 +285,9 @@ mod v4 {
             let per = n_ahead.div_ceil(nb);
             for b in 0..nb {
                 if n_ahead > 0 {
-                    // This block's share of the tile ahead (spread, as `exec::run_range`
+                    // This block's share of the tile ahead (spread, as `exec::run_steps`
                     // spreads it over a tile's steps).
-                    let lo = t + ahead_at + b * per;
+                    let lo = ahead_at + b * per;
                     let hi = lo + per;
                     for s in all {
                         prefetch(window(s, lo, hi - lo), false);

@@ -12,29 +12,27 @@ fn step(step: Step, args: &[Src]) -> PStep {
     PStep { step, args: SmallVec::from_slice(args), dtype: DType::F32 }
 }
 
-trait CloneStep {
-    fn clone_step(&self) -> PStep;
-}
-
-impl CloneStep for PStep {
-    fn clone_step(&self) -> PStep {
-        PStep { step: self.step, args: self.args.clone(), dtype: self.dtype }
-    }
+/// `x*2+1`.
+fn affine() -> Vec<PStep> {
+    vec![
+        step(Step::Scalar(BinOp::Mul, false, 2.0), &[Src::Ext(0)]),
+        step(Step::Scalar(BinOp::Add, false, 1.0), &[Src::Reg(0)]),
+    ]
 }
 
 /// `exp(x*2+1)*x - (x*2+1)` as the frontend's fusion builds it.
 fn chain() -> Vec<PStep> {
-    vec![
-        step(Step::Scalar(BinOp::Mul, false, 2.0), &[Src::Ext(0)]),
-        step(Step::Scalar(BinOp::Add, false, 1.0), &[Src::Reg(0)]),
+    let mut p = affine();
+    p.extend([
         step(Step::Unary(UnaryOp::Exp), &[Src::Reg(1)]),
         step(Step::Binary(BinOp::Mul), &[Src::Reg(2), Src::Ext(0)]),
         step(Step::Binary(BinOp::Sub), &[Src::Reg(3), Src::Reg(1)]),
-    ]
+    ]);
+    p
 }
 
 /// Runs `steps` on `ins` both ways; the outputs of each.
-fn both(steps: fn() -> Vec<PStep>, outs: &[usize], ins: &[Vec<f32>]) -> (Vec<Vec<f32>>, Vec<Vec<f32>>, bool) {
+fn both(steps: &dyn Fn() -> Vec<PStep>, outs: &[usize], ins: &[Vec<f32>]) -> (Vec<Vec<f32>>, Vec<Vec<f32>>, bool) {
     let n = ins[0].len();
     let ext = vec![DType::F32; ins.len()];
     let run = |p: &Program| {
@@ -88,7 +86,7 @@ fn the_chain_in_registers_is_bitwise_the_tiles_values() {
     // Lengths: under one block, a block and a bit, past a tile with a tail.
     for n in [10, 64, 128, 200, 1024, 1024 * 3 + 77] {
         let x = values(n, n as u32);
-        let (a, b, has) = both(chain, &[4, 1], &[x]);
+        let (a, b, has) = both(&chain, &[4, 1], &[x]);
         assert!(has);
         same_bits(&a, &b);
     }
@@ -125,24 +123,11 @@ fn every_register_step_is_bitwise_its_kernel() {
                     step(Step::Clip(f64::NAN, 0.0), &[Src::Reg(8)]),
                 ]
             };
-            // Closures that capture cannot be `fn`: run the body through a local fn per case.
-            let (a, b, has) = both_dyn(&steps, &[6, 2, 9], &[x.clone(), y.clone()]);
+            let (a, b, has) = both(&steps, &[6, 2, 9], &[x.clone(), y.clone()]);
             assert!(has, "{u:?} {op:?}");
             same_bits(&a, &b);
         }
     }
-}
-
-/// [`both`] for a capturing program builder.
-fn both_dyn(steps: &dyn Fn() -> Vec<PStep>, outs: &[usize], ins: &[Vec<f32>]) -> (Vec<Vec<f32>>, Vec<Vec<f32>>, bool) {
-    thread_local! {
-        static CUR: std::cell::RefCell<Vec<PStep>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    fn take() -> Vec<PStep> {
-        CUR.with(|c| c.borrow().iter().map(CloneStep::clone_step).collect())
-    }
-    CUR.with(|c| *c.borrow_mut() = steps());
-    both(take, outs, ins)
 }
 
 #[test]
@@ -161,7 +146,7 @@ fn steps_reading_old_values_and_several_segments_agree() {
     let p = LanePlan::new(&[DType::F32; 2], &steps(), &[5, 0]).expect("register forms");
     assert_eq!(p.segs.len(), 2, "{p:?}");
     let n = 1024 * 2 + 200;
-    let (a, b, _) = both_dyn(&steps, &[5, 0], &[values(n, 3), values(n, 5)]);
+    let (a, b, _) = both(&steps, &[5, 0], &[values(n, 3), values(n, 5)]);
     same_bits(&a, &b);
 }
 
@@ -177,12 +162,9 @@ fn other_steps_and_dtypes_have_no_register_plan() {
         [PStep { step: Step::Unary(UnaryOp::Exp), args: SmallVec::from_slice(&[Src::Ext(0)]), dtype: DType::F64 }];
     assert!(LanePlan::new(&[DType::F64], &f64s, &[0]).is_none());
     // Two cheap steps stay on tiles; with an `exp`, or three steps, they do not.
-    let two = [
-        step(Step::Scalar(BinOp::Mul, false, 2.0), &[Src::Ext(0)]),
-        step(Step::Scalar(BinOp::Add, false, 1.0), &[Src::Reg(0)]),
-    ];
+    let two = affine();
     assert!(LanePlan::new(&[DType::F32], &two, &[1]).is_none());
-    let three = [two[0].clone_step(), two[1].clone_step(), step(Step::Unary(UnaryOp::Relu), &[Src::Reg(1)])];
+    let three = [two[0].clone(), two[1].clone(), step(Step::Unary(UnaryOp::Relu), &[Src::Reg(1)])];
     assert!(LanePlan::new(&[DType::F32], &three, &[2]).is_some());
     // A dead unsupported step does not matter: it is never run.
     let dead = [step(Step::Unary(UnaryOp::Tanh), &[Src::Ext(0)]), step(Step::Unary(UnaryOp::Exp), &[Src::Ext(0)])];
@@ -195,12 +177,6 @@ fn lanes_timing() {
     let exp = || vec![step(Step::Unary(UnaryOp::Exp), &[Src::Ext(0)])];
     let mul = || vec![step(Step::Scalar(BinOp::Mul, false, 2.0), &[Src::Ext(0)])];
     type Builder = fn() -> Vec<PStep>;
-    let aff = || {
-        vec![
-            step(Step::Scalar(BinOp::Mul, false, 2.0), &[Src::Ext(0)]),
-            step(Step::Scalar(BinOp::Add, false, 1.0), &[Src::Reg(0)]),
-        ]
-    };
     let sgd = || {
         // A momentum update's elementwise part: m = 0.9 m - lr g; w += m (two outputs).
         vec![
@@ -229,7 +205,7 @@ fn lanes_timing() {
         ("chain", chain, 4),
         ("exp", exp, 0),
         ("mul", mul, 0),
-        ("aff", aff, 1),
+        ("aff", affine, 1),
         ("sgd", sgd, 3),
         ("expmul", expmul, 1),
         ("sigmoid_grad", sigmoid_grad, 3),

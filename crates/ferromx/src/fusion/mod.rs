@@ -309,24 +309,31 @@ fn flush_locked(ch: &mut Chain) {
     engine::set_deferred(false);
 }
 
-/// Pushes one fused op computing `outs` (node indices) from the inputs in `mask`.
-fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
-    if outs.len() == 1 && outs[0] == 0 {
-        return push_single(&nodes[0], ext);
-    }
-    let mut needed = vec![false; nodes.len()];
+/// Per step of a chain or program of `len` steps (`args(j)`: step `j`'s
+/// operands), whether the values `outs` depend on it.
+fn needed_by<'a>(outs: &[usize], len: usize, args: impl Fn(usize) -> &'a [Src]) -> Vec<bool> {
+    let mut needed = vec![false; len];
     for &j in outs {
         needed[j] = true;
     }
-    for j in (0..nodes.len()).rev() {
+    for j in (0..len).rev() {
         if needed[j] {
-            for a in &nodes[j].args {
+            for a in args(j) {
                 if let Src::Reg(r) = *a {
                     needed[r as usize] = true;
                 }
             }
         }
     }
+    needed
+}
+
+/// Pushes one fused op computing `outs` (node indices) from the inputs in `mask`.
+fn push_group(nodes: &[Node], ext: &[View], mask: u64, outs: &[usize]) {
+    if outs.len() == 1 && outs[0] == 0 {
+        return push_single(&nodes[0], ext);
+    }
+    let needed = needed_by(outs, nodes.len(), |j| &nodes[j].args);
     let mut ext_map = [u8::MAX; 64];
     let mut ins = Vec::new();
     for (i, v) in ext.iter().enumerate() {
